@@ -1,0 +1,39 @@
+import { NestFactory } from '@nestjs/core';
+import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
+import type { LoggerService, LogLevel, ModuleMetadata } from '@nestjs/common';
+import { randomUUID } from 'node:crypto';
+import type { IncomingMessage } from 'node:http';
+import { AppModule } from './app.module';
+import type { RouterConfig } from './config';
+
+export interface CreateRouterAppOptions {
+  imports?: ModuleMetadata['imports'];
+  logger?: LoggerService | LogLevel[] | false;
+}
+
+const REQUEST_ID_HEADER = 'x-request-id';
+
+/** Builds (but does not start listening) the router app on Fastify. */
+export async function createRouterApp(config: RouterConfig, options: CreateRouterAppOptions = {}): Promise<NestFastifyApplication> {
+  const adapter = new FastifyAdapter({
+    bodyLimit: config.limits.max_body_bytes,
+    requestIdHeader: REQUEST_ID_HEADER,
+    genReqId: (req: IncomingMessage) => requestIdOf(req),
+    // The workers keep connections open too; never cut a long generation on our side.
+    requestTimeout: 0,
+    keepAliveTimeout: 65_000,
+  });
+  const app = await NestFactory.create<NestFastifyApplication>(
+    AppModule.forRoot({ config, imports: options.imports }),
+    adapter,
+    { logger: options.logger ?? ['error', 'warn', 'log'], abortOnError: false },
+  );
+  return app;
+}
+
+function requestIdOf(req: IncomingMessage): string {
+  const given = req.headers[REQUEST_ID_HEADER];
+  const id = Array.isArray(given) ? given[0] : given;
+  // Bounded and printable, since it goes into logs and upstream headers.
+  return id && /^[\w.:-]{1,128}$/.test(id) ? id : randomUUID();
+}

@@ -1,0 +1,33 @@
+import { DynamicModule, Module, type ModuleMetadata } from '@nestjs/common';
+import { RouterConfigModule, type RouterConfig } from './config';
+import { DisaggModule } from './disagg/disagg.module';
+import { ServerDiscoveryModule } from './discovery/server-discovery.module';
+import { HttpSessionModule } from './http-session';
+import { OpenAiModule } from './openai/openai.module';
+import { RoutingModule } from './routing';
+import { ServersModule } from './servers';
+
+export interface AppModuleOptions {
+  config: RouterConfig;
+  /** Extra modules, e.g. ones providing custom routing policies. */
+  imports?: ModuleMetadata['imports'];
+}
+
+@Module({})
+export class AppModule {
+  static forRoot(options: AppModuleOptions): DynamicModule {
+    return {
+      module: AppModule,
+      imports: [
+        RouterConfigModule.forRoot({ config: options.config }),
+        HttpSessionModule.forRoot(),
+        ServersModule,
+        RoutingModule,
+        DisaggModule,
+        OpenAiModule,
+        ServerDiscoveryModule,
+        ...(options.imports ?? []),
+      ],
+    };
+  }
+}

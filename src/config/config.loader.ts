@@ -1,0 +1,94 @@
+import { readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { parse as parseYaml } from 'yaml';
+import type { z } from 'zod';
+import { ConfigError } from './config-error';
+import { RouterConfig, RouterConfigInput, routerConfigSchema } from './config.schema';
+import { SERVER_ROLES } from './server-role';
+
+export const DEFAULT_CONFIG_PATH = 'config/default.yaml';
+
+/** `--config PATH` (or `--config=PATH`, `-c PATH`) wins over DISAGG_CONFIG, then the default. */
+export function configPathFrom(argv: readonly string[], env: NodeJS.ProcessEnv): string {
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i];
+    if (arg === '--config' || arg === '-c') {
+      const next = argv[i + 1];
+      if (!next) throw new ConfigError(`${arg} needs a file path`);
+      return next;
+    }
+    if (arg.startsWith('--config=')) return arg.slice('--config='.length);
+  }
+  return env.DISAGG_CONFIG || DEFAULT_CONFIG_PATH;
+}
+
+export function loadConfigFile(path: string, env: NodeJS.ProcessEnv = process.env): RouterConfig {
+  const file = resolve(path);
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (err) {
+    throw new ConfigError(`cannot read config file ${file}: ${(err as Error).message}`);
+  }
+  let raw: unknown;
+  try {
+    raw = parseYaml(text) ?? {};
+  } catch (err) {
+    throw new ConfigError(`config file ${file} is not valid YAML: ${(err as Error).message}`);
+  }
+  return buildConfig(raw, file, env);
+}
+
+/** Validates a config object (from YAML or from code), applies env overrides, checks consistency. */
+export function buildConfig(
+  raw: unknown,
+  source = '<inline config>',
+  env: NodeJS.ProcessEnv = {},
+): RouterConfig {
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) {
+    throw new ConfigError(`config ${source}: the top level must be a mapping of keys`);
+  }
+  const parsed = routerConfigSchema.safeParse(applyEnvOverrides(raw as RouterConfigInput, env));
+  if (!parsed.success) throw new ConfigError(formatIssues(parsed.error.issues, source));
+  checkConsistency(parsed.data, source);
+  return parsed.data;
+}
+
+function applyEnvOverrides(raw: RouterConfigInput, env: NodeJS.ProcessEnv): RouterConfigInput {
+  const out: RouterConfigInput = { ...raw };
+  if (env.DISAGG_HOST) out.hostname = env.DISAGG_HOST;
+  if (env.DISAGG_PORT) out.port = Number(env.DISAGG_PORT);
+  if (env.DISAGG_ADMIN_TOKEN) out.admin = { ...(raw.admin ?? {}), token: env.DISAGG_ADMIN_TOKEN };
+  if (env.DISAGG_LOG_LEVEL) {
+    out.logging = { ...(raw.logging ?? {}), level: env.DISAGG_LOG_LEVEL as 'info' };
+  }
+  return out;
+}
+
+function formatIssues(issues: readonly z.core.$ZodIssue[], source: string): string {
+  const lines = issues.map((issue) => {
+    const key = issue.path.length ? issue.path.map(String).join('.') : '(top level)';
+    return `  ${key}: ${issue.message}`;
+  });
+  return `invalid config ${source}:\n${lines.join('\n')}`;
+}
+
+function checkConsistency(config: RouterConfig, source: string): void {
+  for (const role of SERVER_ROLES) {
+    const key = `${role}_servers` as const;
+    const pool = config[key];
+    if (!pool?.urls || pool.num_instances === undefined) continue;
+    if (pool.num_instances !== pool.urls.length) {
+      throw new ConfigError(
+        `invalid config ${source}:\n  ${key}.num_instances: is ${pool.num_instances} but ${key}.urls lists ${pool.urls.length} servers`,
+      );
+    }
+  }
+  const hasGeneration = (config.generation_servers?.urls?.length ?? 0) > 0;
+  const discovered = config.metadata_server_config !== undefined || config.simulate !== undefined;
+  if (!hasGeneration && !discovered) {
+    throw new ConfigError(
+      `invalid config ${source}:\n  generation_servers.urls: at least one generation server is required (or metadata_server_config / simulate)`,
+    );
+  }
+}

@@ -1,0 +1,138 @@
+import { z } from 'zod';
+
+/**
+ * Schema of the router's YAML config: the keys of TensorRT-LLM's `trtllm-serve disaggregated`
+ * config file, plus this router's own sections. Keys TensorRT-LLM workers use and the router
+ * does not (tensor_parallel_size, backend, ...) are accepted and ignored, so existing files
+ * work unchanged; this router's own sections are strict so typos are caught.
+ */
+
+const positiveInt = z.number().int().positive();
+const nonNegative = z.number().nonnegative();
+
+/** `type` picks a routing policy by name; every other key is an argument for that policy. */
+export const routerBlockSchema = z.looseObject({
+  type: z.string().min(1).default('round_robin'),
+});
+
+const serverPoolSchema = z.looseObject({
+  num_instances: z.number().int().nonnegative().optional(),
+  urls: z.array(z.string().min(1)).optional(),
+  router: routerBlockSchema.optional(),
+  max_batch_size: positiveInt.optional(),
+  kv_cache_config: z.looseObject({ tokens_per_block: positiveInt.optional() }).optional(),
+});
+
+const metadataServerSchema = z.looseObject({
+  server_type: z.literal('etcd').default('etcd'),
+  hostname: z.string().default('localhost'),
+  port: z.number().int().min(1).max(65535).default(2379),
+  health_check_timeout: z.number().positive().default(5),
+  refresh_interval: z.number().positive().default(10),
+  key_prefix: z.string().default('trtllm/'),
+});
+
+const httpSessionSchema = z.strictObject({
+  /** Keep-alive connections per upstream server. */
+  connections_per_server: positiveInt.default(128),
+  connect_timeout_ms: positiveInt.default(5_000),
+  keep_alive_timeout_ms: positiveInt.default(30_000),
+});
+
+const timeoutsSchema = z.strictObject({
+  /** Whole upstream call without a response (seconds); TensorRT-LLM's default is 180 s. */
+  request_s: z.number().positive().default(180),
+  /** Context phase: time to the context server's answer. */
+  context_first_byte_s: z.number().positive().optional(),
+  /** Generation phase: time to the first byte of the generation answer (TTFT). */
+  generation_first_byte_s: z.number().positive().optional(),
+  /** Longest silence between two chunks of a streamed answer. */
+  stream_idle_s: z.number().positive().optional(),
+});
+
+const limitsSchema = z.strictObject({
+  max_body_bytes: positiveInt.default(32 * 1024 * 1024),
+  /** In-flight client requests over both pools; 0 = unlimited. */
+  max_in_flight: z.number().int().nonnegative().default(0),
+  /** Requests that may wait for a slot once max_in_flight is reached. */
+  queue_size: z.number().int().nonnegative().default(0),
+  queue_timeout_ms: z.number().int().nonnegative().default(10_000),
+});
+
+const healthSchema = z.strictObject({
+  interval_s: z.number().positive().default(5),
+  timeout_s: z.number().positive().default(3),
+  /** Consecutive failed checks that take a server out of rotation. */
+  failure_threshold: positiveInt.default(2),
+  /** How long startup waits for the configured servers to be ready (0: do not wait). */
+  startup_wait_s: nonNegative.default(30),
+});
+
+const adminSchema = z.strictObject({
+  /** Bearer token; without one the admin API is disabled. DISAGG_ADMIN_TOKEN overrides. */
+  token: z.string().min(16, 'must be at least 16 characters').optional(),
+  /** Serve admin on its own port instead of the main one. */
+  port: z.number().int().min(0).max(65535).optional(),
+  host: z.string().default('127.0.0.1'),
+  /** When set, servers added through the API must be on one of these hosts. */
+  allowed_hosts: z.array(z.string()).optional(),
+  /** File where runtime changes are persisted (atomic write) and reloaded at start. */
+  persist_file: z.string().optional(),
+});
+
+const loggingSchema = z.strictObject({
+  level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  pretty: z.boolean().default(false),
+  /** Prompts and completions are never logged unless this is on. */
+  log_payloads: z.boolean().default(false),
+});
+
+const metricsSchema = z.strictObject({
+  enabled: z.boolean().default(true),
+});
+
+const perfMetricsSchema = z.strictObject({
+  /** Keep the last N requests' per-phase timings for GET /perf_metrics; 0 = off. */
+  max_requests: z.number().int().nonnegative().default(0),
+});
+
+const shutdownSchema = z.strictObject({
+  drain_timeout_s: nonNegative.default(30),
+});
+
+const simulateSchema = z.looseObject({
+  context: z.number().int().nonnegative().default(2),
+  generation: z.number().int().nonnegative().default(2),
+  /** Latency preset of the simulated workers: `demo` (realistic) or `zero`. */
+  latency: z.enum(['demo', 'zero']).default('demo'),
+  kv_blocks: positiveInt.optional(),
+  tokens_per_block: positiveInt.optional(),
+});
+
+export const routerConfigSchema = z.looseObject({
+  hostname: z.string().default('localhost'),
+  port: z.number().int().min(0).max(65535).default(8000),
+  max_retries: z.number().int().nonnegative().default(1),
+  context_servers: serverPoolSchema.optional(),
+  generation_servers: serverPoolSchema.optional(),
+  conditional_disagg_config: z
+    .looseObject({ max_local_prefill_length: z.number().int().nonnegative().default(0) })
+    .optional(),
+  metadata_server_config: metadataServerSchema.optional(),
+  http_session: httpSessionSchema.default(() => httpSessionSchema.parse({})),
+  timeouts: timeoutsSchema.default(() => timeoutsSchema.parse({})),
+  limits: limitsSchema.default(() => limitsSchema.parse({})),
+  health: healthSchema.default(() => healthSchema.parse({})),
+  admin: adminSchema.default(() => adminSchema.parse({})),
+  logging: loggingSchema.default(() => loggingSchema.parse({})),
+  metrics: metricsSchema.default(() => metricsSchema.parse({})),
+  perf_metrics: perfMetricsSchema.default(() => perfMetricsSchema.parse({})),
+  shutdown: shutdownSchema.default(() => shutdownSchema.parse({})),
+  /** Embedded simulated cluster: its workers' URLs replace the url lists. */
+  simulate: simulateSchema.optional(),
+});
+
+export type RouterConfigInput = z.input<typeof routerConfigSchema>;
+export type RouterConfig = z.output<typeof routerConfigSchema>;
+export type ServerPoolConfig = z.output<typeof serverPoolSchema>;
+export type RouterBlockConfig = z.output<typeof routerBlockSchema>;

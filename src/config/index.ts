@@ -1,0 +1,6 @@
+export * from './config-error';
+export * from './config.loader';
+export * from './config.module';
+export * from './config.schema';
+export * from './config.tokens';
+export * from './server-role';

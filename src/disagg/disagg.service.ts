@@ -1,0 +1,455 @@
+import { Inject, Injectable, Logger } from '@nestjs/common';
+import type { Dispatcher } from 'undici';
+import { ROUTER_CONFIG, type RouterConfig, type ServerRole } from '../config';
+import { HttpSessionClosedError, HttpSessionProvider } from '../http-session';
+import { OpenAiError } from '../openai/openai-error';
+import { NoServerAvailableError, RouterManager, type RequestKind, type RouteResult, type Router, type RoutingRequest } from '../routing';
+import { ServerRegistry } from '../servers';
+import type { ClientChannel } from './client-channel';
+import { nextDisaggRequestId } from './disagg-request-id';
+import { RequestEvents, type RequestDoneEvent, type RequestTimings } from './request-events';
+import { SseUsageRewriter } from './sse-usage-rewriter';
+import { ClientGoneError, classifyTransportError } from './upstream-failure';
+import { contextUsageOf, rewriteUsage, type ContextUsage } from './usage';
+
+const PATHS: Record<RequestKind, string> = { completion: '/v1/completions', chat: '/v1/chat/completions' };
+const JSON_HEADERS = { 'content-type': 'application/json' };
+
+interface Routed {
+  router: Router;
+  route: RouteResult;
+  res: Dispatcher.ResponseData;
+}
+
+interface Flow {
+  routing: RoutingRequest;
+  kind: RequestKind;
+  channel: ClientChannel;
+  started: number;
+  timings: Partial<RequestTimings>;
+  done: Omit<RequestDoneEvent, 'timings' | 'status' | 'startedAt'>;
+  /** Routers that reserved a server for this request, finished exactly once each. */
+  pending: Router[];
+}
+
+/**
+ * The disaggregated request flow of trtllm-serve (context_first): a context_only call on the
+ * context pool, then a generation_only call on the generation pool, whose answer streams to
+ * the client. Every router that handed out a server gets its finishRequest, on every path.
+ */
+@Injectable()
+export class DisaggService {
+  private readonly logger = new Logger(DisaggService.name);
+
+  constructor(
+    @Inject(ROUTER_CONFIG) private readonly config: RouterConfig,
+    private readonly session: HttpSessionProvider,
+    private readonly routers: RouterManager,
+    private readonly servers: ServerRegistry,
+    private readonly events: RequestEvents,
+  ) {}
+
+  /** Aggregated when no context server is known at all (static or discovered). */
+  get aggregated(): boolean {
+    return this.servers.list('context').length === 0;
+  }
+
+  async handle(kind: RequestKind, body: Record<string, unknown>, channel: ClientChannel): Promise<void> {
+    const disaggId = nextDisaggRequestId();
+    const flow: Flow = {
+      routing: { id: String(disaggId), kind, body },
+      kind,
+      channel,
+      started: performance.now(),
+      timings: {},
+      done: { requestId: channel.requestId, kind, stream: body.stream === true, mode: 'disagg', retries: 0 },
+      pending: [],
+    };
+    let status = 200;
+    try {
+      status = await this.run(flow, body, disaggId);
+    } catch (err) {
+      status = err instanceof OpenAiError ? err.getStatus() : err instanceof ClientGoneError ? 499 : 500;
+      if (err instanceof OpenAiError) flow.done.errorKind ??= err.body.error.code ?? err.body.error.type;
+      throw err;
+    } finally {
+      this.finishAll(flow, status < 400);
+      this.events.emit('requestDone', {
+        ...flow.done,
+        status,
+        startedAt: Date.now() - (performance.now() - flow.started),
+        timings: { ...flow.timings, end: performance.now() - flow.started },
+      });
+    }
+  }
+
+  private async run(flow: Flow, body: Record<string, unknown>, disaggId: number): Promise<number> {
+    if (this.aggregated) {
+      flow.done.mode = 'aggregated';
+      return this.generate(flow, JSON.stringify(body), undefined, []);
+    }
+    const reserved = await this.conditionalReservation(flow);
+    if (reserved?.skipContext) {
+      flow.done.mode = 'local_prefill';
+      return this.generate(flow, JSON.stringify(stripContextOnly(body)), undefined, [], reserved.routed);
+    }
+    const ctx = await this.contextPhase(flow, body, disaggId, reserved?.routed);
+    if (ctx.status !== 200) {
+      flow.channel.sendJson(ctx.status, ctx.text, JSON_HEADERS);
+      return ctx.status;
+    }
+    const choice = (ctx.json.choices as Record<string, unknown>[])[0];
+    if (choice.finish_reason !== 'length' && choice.finish_reason !== 'not_finished') {
+      flow.done.mode = 'context_only_finish';
+      if (reserved) this.finish(flow, reserved.routed.router, true);
+      delete choice.disaggregated_params;
+      await this.answerFromContext(flow, ctx.json);
+      return 200;
+    }
+    const genBody = buildGenerationBody(flow.kind, body, ctx.json, disaggId);
+    return this.generate(flow, JSON.stringify(genBody), contextUsageOf(ctx.json), [ctx.server], reserved?.routed);
+  }
+
+  /**
+   * Conditional disaggregation: the generation server is chosen first; when it already holds
+   * most of the prompt, it prefills the rest itself and the context phase is skipped.
+   */
+  private async conditionalReservation(flow: Flow): Promise<{ routed: RouteResultWithRouter; skipContext: boolean } | undefined> {
+    const cond = this.config.conditional_disagg_config;
+    if (!cond) return undefined;
+    const router = this.routers.router('generation');
+    const route = await this.pick(flow, router, 'generation', []);
+    const matched = route.info.matchedTokens ?? 0;
+    const total = route.info.promptTokens ?? 0;
+    const skipContext = matched > 0 && total - matched <= cond.max_local_prefill_length;
+    return { routed: { router, route }, skipContext };
+  }
+
+  private async contextPhase(
+    flow: Flow,
+    body: Record<string, unknown>,
+    disaggId: number,
+    reservedGen: RouteResultWithRouter | undefined,
+  ): Promise<{ status: number; text: string; json: Record<string, unknown>; server: string }> {
+    const conversationId = (body.disaggregated_params as Record<string, unknown> | undefined)?.conversation_id;
+    const ctxBody = JSON.stringify({
+      ...body,
+      stream: false,
+      stream_options: null,
+      disaggregated_params: {
+        request_type: 'context_only',
+        disagg_request_id: disaggId,
+        ...(conversationId !== undefined ? { conversation_id: conversationId } : {}),
+      },
+    });
+    flow.timings.contextStart = performance.now() - flow.started;
+    const exclude = reservedGen ? [reservedGen.route.server.url] : [];
+    const timeoutMs = (this.config.timeouts.context_first_byte_s ?? this.config.timeouts.request_s) * 1000;
+    const { router, route, res } = await this.send(flow, 'context', ctxBody, exclude, timeoutMs, false);
+    const server = route.server;
+    flow.done.contextServer = server.url;
+    let text: string;
+    try {
+      text = await res.body.text();
+    } catch (err) {
+      this.finish(flow, router, false);
+      throw this.transportError(flow, 'context', server.url, err);
+    }
+    flow.timings.contextEnd = performance.now() - flow.started;
+    if (res.statusCode !== 200) {
+      this.finish(flow, router, res.statusCode < 500);
+      return { status: res.statusCode, text, json: {}, server: server.url };
+    }
+    const json = parseJsonObject(text);
+    const choice = Array.isArray(json?.choices) ? (json!.choices[0] as Record<string, unknown> | undefined) : undefined;
+    if (!json || !choice) {
+      this.finish(flow, router, false);
+      this.badResponse(flow, 'context', route, 'an answer that is not an OpenAI completion');
+    }
+    const finished = choice!.finish_reason !== 'length' && choice!.finish_reason !== 'not_finished';
+    if (!finished && (typeof choice!.disaggregated_params !== 'object' || choice!.disaggregated_params === null)) {
+      this.finish(flow, router, false);
+      this.badResponse(flow, 'context', route, 'a context answer without disaggregated_params');
+    }
+    // The context server's work is done: release its load (and let a KV-aware router poll).
+    this.finish(flow, router, true);
+    return { status: 200, text, json: json!, server: server.url };
+  }
+
+  /** The generation phase (or the whole request in aggregated mode); streams to the client. */
+  private async generate(
+    flow: Flow,
+    genBody: string,
+    ctxUsage: ContextUsage | undefined,
+    exclude: string[],
+    reserved?: RouteResultWithRouter,
+  ): Promise<number> {
+    flow.timings.generationStart = performance.now() - flow.started;
+    const stream = flow.done.stream;
+    const timeoutMs = (this.config.timeouts.generation_first_byte_s ?? this.config.timeouts.request_s) * 1000;
+    const { router, route, res } = await this.send(flow, 'generation', genBody, exclude, timeoutMs, stream, reserved);
+    flow.done.generationServer = route.server.url;
+    flow.timings.firstByte = performance.now() - flow.started;
+    const contentType = String(res.headers['content-type'] ?? '');
+    if (res.statusCode !== 200 || !stream) {
+      let text: string;
+      try {
+        text = await res.body.text();
+      } catch (err) {
+        this.finish(flow, router, false);
+        throw this.transportError(flow, 'generation', route.server.url, err);
+      }
+      if (res.statusCode !== 200) {
+        this.finish(flow, router, res.statusCode < 500);
+        flow.channel.sendJson(res.statusCode, text, JSON_HEADERS);
+        return res.statusCode;
+      }
+      const json = parseJsonObject(text);
+      if (!json) {
+        this.finish(flow, router, false);
+        this.badResponse(flow, 'generation', route, 'an answer that is not JSON');
+      }
+      if (ctxUsage && json!.usage) {
+        rewriteUsage(json!.usage, ctxUsage);
+        text = JSON.stringify(json);
+      }
+      this.finish(flow, router, true);
+      flow.channel.sendJson(200, text, JSON_HEADERS);
+      return 200;
+    }
+    if (!contentType.includes('text/event-stream')) {
+      res.body.destroy();
+      this.finish(flow, router, false);
+      this.badResponse(flow, 'generation', route, `a streaming answer of type '${contentType || 'none'}'`);
+    }
+    return this.relayStream(flow, router, route, res, ctxUsage);
+  }
+
+  private async relayStream(
+    flow: Flow,
+    router: Router,
+    route: RouteResult,
+    res: Dispatcher.ResponseData,
+    ctxUsage: ContextUsage | undefined,
+  ): Promise<number> {
+    const channel = flow.channel;
+    const rewriter = new SseUsageRewriter(ctxUsage);
+    channel.startStream(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
+    try {
+      for await (const chunk of res.body) {
+        const out = rewriter.push(chunk as Buffer);
+        if (out.length) await channel.write(out);
+      }
+      const rest = rewriter.flush();
+      if (rest) await channel.write(rest);
+    } catch (err) {
+      this.finish(flow, router, false);
+      if (channel.signal.aborted) throw new ClientGoneError();
+      const kind = classifyTransportError(err);
+      this.events.emit('upstreamFailure', { requestId: channel.requestId, role: 'generation', server: route.server, kind, detail: (err as Error).message });
+      flow.done.errorKind = kind;
+      await this.streamError(flow, kind === 'timeout' ? 504 : 502,
+        kind === 'timeout'
+          ? `generation server ${route.server.url} went silent mid-stream`
+          : `generation server ${route.server.url} broke the stream: ${(err as Error).message}`);
+      return kind === 'timeout' ? 504 : 502;
+    }
+    if (!rewriter.sawDone) {
+      this.finish(flow, router, false);
+      this.events.emit('upstreamFailure', { requestId: channel.requestId, role: 'generation', server: route.server, kind: 'bad_response', detail: 'stream ended without [DONE]' });
+      flow.done.errorKind = 'bad_response';
+      await this.streamError(flow, 502, `generation server ${route.server.url} ended the stream without [DONE]`);
+      return 502;
+    }
+    this.finish(flow, router, true);
+    channel.end();
+    return 200;
+  }
+
+  /** A final OpenAI-style error event once the stream has started, then the end. */
+  private async streamError(flow: Flow, status: number, message: string): Promise<void> {
+    const err = new OpenAiError(status, message);
+    this.logger.warn(`[${flow.channel.requestId}] ${message}`);
+    if (!flow.channel.signal.aborted) {
+      await flow.channel.write(`data: ${JSON.stringify(err.body)}\n\n`).catch(() => undefined);
+    }
+    flow.channel.end();
+  }
+
+  /** An early-finished request: the context answer is the whole answer. */
+  private async answerFromContext(flow: Flow, json: Record<string, unknown>): Promise<void> {
+    if (!flow.done.stream) {
+      flow.channel.sendJson(200, JSON.stringify(json), JSON_HEADERS);
+      return;
+    }
+    flow.channel.startStream(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
+    await flow.channel.write(`data: ${JSON.stringify(toStreamChunk(flow.kind, json))}\n\ndata: [DONE]\n\n`);
+    flow.channel.end();
+  }
+
+  /**
+   * Picks a server and sends, retrying connection failures and 5xx answers on another server
+   * (the failed ones excluded) up to max_retries. Nothing has reached the client yet, so a
+   * retry is always safe here. 4xx answers are returned as they are.
+   */
+  private async send(
+    flow: Flow,
+    role: ServerRole,
+    body: string,
+    exclude: string[],
+    timeoutMs: number,
+    stream: boolean,
+    reserved?: RouteResultWithRouter,
+  ): Promise<Routed> {
+    const excluded = [...exclude];
+    const failures: string[] = [];
+    const attempts = this.config.max_retries + 1;
+    const headers = { ...JSON_HEADERS, 'x-request-id': flow.channel.requestId, ...(stream ? { accept: 'text/event-stream' } : {}) };
+    for (let attempt = 0; attempt < attempts; attempt++) {
+      if (flow.channel.signal.aborted) throw new ClientGoneError();
+      let router: Router;
+      let route: RouteResult;
+      if (attempt === 0 && reserved) {
+        ({ router, route } = reserved);
+      } else {
+        router = this.routers.router(role);
+        try {
+          route = await this.pick(flow, router, role, excluded);
+        } catch (err) {
+          if (err instanceof NoServerAvailableError && failures.length) break;
+          throw err;
+        }
+      }
+      if (attempt > 0) {
+        flow.done.retries += 1;
+        this.events.emit('retry', { role, requestId: flow.channel.requestId });
+      }
+      const server = route.server;
+      try {
+        const res = await this.session.request({
+          origin: server.origin,
+          path: PATHS[flow.kind],
+          method: 'POST',
+          headers,
+          body,
+          signal: flow.channel.signal,
+          headersTimeoutMs: timeoutMs,
+          bodyTimeoutMs: stream ? (this.config.timeouts.stream_idle_s ?? 0) * 1000 : timeoutMs,
+        });
+        if (res.statusCode < 500) return { router, route, res };
+        const detail = (await res.body.text().catch(() => '')).slice(0, 200);
+        this.finish(flow, router, false);
+        this.events.emit('upstreamFailure', { requestId: flow.channel.requestId, role, server, kind: 'status_5xx', detail });
+        failures.push(`${server.url} answered ${res.statusCode}`);
+      } catch (err) {
+        this.finish(flow, router, false);
+        if (err instanceof HttpSessionClosedError) throw new OpenAiError(503, 'the router is shutting down', { code: 'shutting_down' });
+        if (flow.channel.signal.aborted) throw new ClientGoneError();
+        const kind = classifyTransportError(err);
+        this.events.emit('upstreamFailure', { requestId: flow.channel.requestId, role, server, kind, detail: (err as Error).message });
+        if (kind === 'timeout') {
+          flow.done.errorKind = 'timeout';
+          throw new OpenAiError(504, `${role} server ${server.url} did not answer within ${timeoutMs / 1000} s`, { code: 'upstream_timeout' });
+        }
+        failures.push(`${server.url}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+      }
+      excluded.push(server.url);
+    }
+    flow.done.errorKind = 'upstream_failed';
+    throw new OpenAiError(502, `${role} server failed after ${failures.length} attempt(s): ${failures.join('; ')}`, { code: 'upstream_error' });
+  }
+
+  private async pick(flow: Flow, router: Router, role: ServerRole, excluded: readonly string[]): Promise<RouteResult> {
+    let route: RouteResult;
+    try {
+      route = await router.getNextServer(flow.routing, { excludeServer: excluded });
+    } catch (err) {
+      if (err instanceof NoServerAvailableError) {
+        throw new OpenAiError(503, err.message, { code: 'no_server_available', headers: { 'retry-after': '1' } });
+      }
+      throw err;
+    }
+    flow.pending.push(router);
+    this.events.emit('routed', { role, server: route.server, policy: router.policy, matchedTokens: route.info.matchedTokens, promptTokens: route.info.promptTokens });
+    return route;
+  }
+
+  /** finishRequest once per router reservation; its KV polling runs off the request path. */
+  private finish(flow: Flow, router: Router, success: boolean): void {
+    const i = flow.pending.indexOf(router);
+    if (i < 0) return;
+    flow.pending.splice(i, 1);
+    router.finishRequest(flow.routing, { success }).catch((err: Error) => {
+      this.logger.error(`finishRequest on the ${router.role} router failed: ${err.message}`);
+    });
+  }
+
+  private finishAll(flow: Flow, success: boolean): void {
+    for (const router of [...flow.pending]) this.finish(flow, router, success);
+  }
+
+  private badResponse(flow: Flow, role: ServerRole, route: RouteResult, what: string): never {
+    this.events.emit('upstreamFailure', { requestId: flow.channel.requestId, role, server: route.server, kind: 'bad_response', detail: what });
+    flow.done.errorKind = 'bad_response';
+    throw new OpenAiError(502, `${role} server ${route.server.url} sent ${what}`, { code: 'bad_upstream_response' });
+  }
+
+  private transportError(flow: Flow, role: ServerRole, url: string, err: unknown): Error {
+    if (flow.channel.signal.aborted) return new ClientGoneError();
+    const kind = classifyTransportError(err);
+    flow.done.errorKind = kind;
+    if (kind === 'timeout') return new OpenAiError(504, `${role} server ${url} timed out`, { code: 'upstream_timeout' });
+    return new OpenAiError(502, `${role} server ${url} failed mid-answer: ${(err as Error).message}`, { code: 'upstream_error' });
+  }
+}
+
+type RouteResultWithRouter = { router: Router; route: RouteResult };
+
+function parseJsonObject(text: string): Record<string, unknown> | undefined {
+  try {
+    const v = JSON.parse(text) as unknown;
+    return typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** PROTOCOL.md section 3 step 3: the generation_only request. */
+function buildGenerationBody(
+  kind: RequestKind,
+  body: Record<string, unknown>,
+  ctx: Record<string, unknown>,
+  disaggId: number,
+): Record<string, unknown> {
+  const choice = (ctx.choices as Record<string, unknown>[])[0];
+  const params = { ...(choice.disaggregated_params as Record<string, unknown>) };
+  params.request_type = 'generation_only';
+  params.disagg_request_id = disaggId;
+  const conversationId = (body.disaggregated_params as Record<string, unknown> | undefined)?.conversation_id;
+  if (conversationId !== undefined) params.conversation_id = conversationId;
+  const gen: Record<string, unknown> = { ...body, disaggregated_params: params };
+  const ids = ctx.prompt_token_ids;
+  if (Array.isArray(ids) && ids.length) {
+    if (kind === 'completion') gen.prompt = ids;
+    else gen.prompt_token_ids = ids;
+  }
+  return gen;
+}
+
+/** A client's own disaggregated_params must not reach a server doing the whole request. */
+function stripContextOnly(body: Record<string, unknown>): Record<string, unknown> {
+  const params = body.disaggregated_params as Record<string, unknown> | undefined;
+  if (!params || params.request_type !== 'context_only') return body;
+  const { disaggregated_params: _dropped, ...rest } = body;
+  return rest;
+}
+
+/** A complete non-streaming answer as one SSE chunk (early finish for a streaming client). */
+function toStreamChunk(kind: RequestKind, json: Record<string, unknown>): Record<string, unknown> {
+  if (kind === 'completion') return json;
+  const choices = (json.choices as Record<string, unknown>[]).map((c) => {
+    const { message, ...rest } = c;
+    return { ...rest, delta: message };
+  });
+  return { ...json, object: 'chat.completion.chunk', choices };
+}

@@ -1,0 +1,65 @@
+import { Injectable } from '@nestjs/common';
+import { EventEmitter } from 'node:events';
+import type { ServerRole } from '../config';
+import type { RequestKind } from '../routing';
+import type { ServerState } from '../servers';
+import type { UpstreamFailureKind } from './upstream-failure';
+
+export interface UpstreamFailureEvent {
+  requestId: string;
+  role: ServerRole;
+  server: ServerState;
+  kind: UpstreamFailureKind;
+  detail: string;
+}
+
+export interface RoutedEvent {
+  role: ServerRole;
+  server: ServerState;
+  policy: string;
+  matchedTokens?: number;
+  promptTokens?: number;
+}
+
+/** Per-phase timings of one request, in ms since it arrived (absent when a phase did not run). */
+export interface RequestTimings {
+  contextStart?: number;
+  contextEnd?: number;
+  generationStart?: number;
+  firstByte?: number;
+  end: number;
+}
+
+export interface RequestDoneEvent {
+  requestId: string;
+  kind: RequestKind;
+  stream: boolean;
+  status: number;
+  /** `disagg`, `aggregated`, `context_only_finish` (early finish) or `local_prefill` (conditional). */
+  mode: string;
+  retries: number;
+  contextServer?: string;
+  generationServer?: string;
+  errorKind?: string;
+  timings: RequestTimings;
+  startedAt: number;
+}
+
+interface RequestEventMap {
+  upstreamFailure: [UpstreamFailureEvent];
+  routed: [RoutedEvent];
+  requestDone: [RequestDoneEvent];
+  retry: [{ role: ServerRole; requestId: string }];
+}
+
+/**
+ * What happens on the request path, for observers (metrics, passive health checks, perf
+ * history) that must not sit inside the flow itself.
+ */
+@Injectable()
+export class RequestEvents extends EventEmitter<RequestEventMap> {
+  constructor() {
+    super();
+    this.setMaxListeners(0);
+  }
+}

@@ -1,0 +1,70 @@
+import { rewriteUsage, type ContextUsage } from './usage';
+
+const EVENT_END = '\n\n';
+const USAGE_KEY = '"usage"';
+const DONE_EVENT = 'data: [DONE]';
+/** An unterminated event larger than this is passed on as is rather than buffered forever. */
+const MAX_CARRY = 1 << 20;
+
+/**
+ * Passes an upstream SSE stream through, rewriting `usage` in the events that carry one.
+ * Chunks that hold only whole events without usage (nearly all of them) are forwarded
+ * untouched; only an event split across chunks is buffered until its end.
+ */
+export class SseUsageRewriter {
+  private carry = '';
+  sawDone = false;
+
+  constructor(private readonly ctx: ContextUsage | undefined) {}
+
+  push(chunk: Buffer): string | Buffer {
+    if (this.carry === '' && !this.ctx) {
+      this.noteDone(chunk);
+      return chunk;
+    }
+    const text = this.carry + chunk.toString('utf8');
+    const end = text.lastIndexOf(EVENT_END);
+    if (end < 0 && text.length < MAX_CARRY) {
+      this.carry = text;
+      return '';
+    }
+    const cut = end < 0 ? text.length : end + EVENT_END.length;
+    const complete = text.slice(0, cut);
+    this.carry = text.slice(cut);
+    if (complete.includes(DONE_EVENT)) this.sawDone = true;
+    return this.ctx && complete.includes(USAGE_KEY) ? this.rewrite(complete) : complete;
+  }
+
+  /** What is left at the end of the upstream stream (an unterminated event). */
+  flush(): string {
+    const rest = this.carry;
+    this.carry = '';
+    if (rest.includes(DONE_EVENT)) this.sawDone = true;
+    return rest;
+  }
+
+  private tail = '';
+
+  private noteDone(chunk: Buffer): void {
+    // [DONE] is the last event: only the stream's tail (which may span chunks) is looked at.
+    this.tail = (this.tail + chunk.toString('latin1', Math.max(0, chunk.length - 32))).slice(-48);
+    if (this.tail.includes(DONE_EVENT)) this.sawDone = true;
+  }
+
+  private rewrite(events: string): string {
+    return events
+      .split(EVENT_END)
+      .map((event) => {
+        if (!event.includes(USAGE_KEY) || !event.startsWith('data: {')) return event;
+        try {
+          const payload = JSON.parse(event.slice(6)) as Record<string, unknown>;
+          if (!payload.usage) return event;
+          rewriteUsage(payload.usage, this.ctx!);
+          return `data: ${JSON.stringify(payload)}`;
+        } catch {
+          return event;
+        }
+      })
+      .join(EVENT_END);
+  }
+}

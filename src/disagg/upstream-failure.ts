@@ -1,0 +1,23 @@
+import { errors as undiciErrors } from 'undici';
+
+export type UpstreamFailureKind = 'connect' | 'timeout' | 'reset' | 'status_5xx' | 'bad_response' | 'aborted';
+
+/** Classifies a transport error of an upstream call. */
+export function classifyTransportError(err: unknown): UpstreamFailureKind {
+  if (err instanceof undiciErrors.HeadersTimeoutError || err instanceof undiciErrors.BodyTimeoutError) return 'timeout';
+  if (err instanceof undiciErrors.ConnectTimeoutError) return 'connect';
+  if (err instanceof undiciErrors.RequestAbortedError) return 'aborted';
+  const e = err as NodeJS.ErrnoException & { cause?: NodeJS.ErrnoException };
+  if (e?.name === 'AbortError') return 'aborted';
+  const code = e?.code ?? e?.cause?.code;
+  if (code === 'ECONNREFUSED' || code === 'EHOSTUNREACH' || code === 'ENOTFOUND' || code === 'EAI_AGAIN') return 'connect';
+  return 'reset';
+}
+
+/** Raised when the client went away: no answer is owed, upstream calls were aborted. */
+export class ClientGoneError extends Error {
+  constructor() {
+    super('client disconnected');
+    this.name = 'ClientGoneError';
+  }
+}

@@ -1,0 +1,127 @@
+import { HttpService } from '@nestjs/axios';
+import { Inject, Injectable, Logger, OnModuleDestroy, OnModuleInit } from '@nestjs/common';
+import axios, { type AxiosInstance } from 'axios';
+import { Agent, type Dispatcher } from 'undici';
+import { HttpSessionClosedError } from './http-session.errors';
+import { HTTP_SESSION_OPTIONS, type HttpSessionOptions } from './http-session.options';
+import { createUndiciAdapter } from './undici-axios-adapter';
+
+type SessionState = 'new' | 'open' | 'closed';
+
+export interface UpstreamRequest {
+  origin: string;
+  path: string;
+  method?: Dispatcher.HttpMethod;
+  headers?: Record<string, string>;
+  body?: string | Buffer;
+  signal?: AbortSignal;
+  /** Deadline for the response head (ms); defaults to the session's request timeout. */
+  headersTimeoutMs?: number;
+  /** Longest silence between two body chunks (ms); 0 disables. */
+  bodyTimeoutMs?: number;
+}
+
+/**
+ * The one shared keep-alive HTTP client of the app. Its lifetime follows the Nest container:
+ * opened in onModuleInit, closed (sockets destroyed, in-flight calls aborted) in
+ * onModuleDestroy. Consumers hold the provider and ask for the client at the moment of use;
+ * outside that window every accessor throws HttpSessionClosedError.
+ */
+@Injectable()
+export class HttpSessionProvider implements OnModuleInit, OnModuleDestroy {
+  private readonly logger = new Logger(HttpSessionProvider.name);
+  private state: SessionState = 'new';
+  private agent?: Agent;
+  private axiosInstance?: AxiosInstance;
+  private httpService?: HttpService;
+
+  constructor(@Inject(HTTP_SESSION_OPTIONS) readonly options: HttpSessionOptions) {}
+
+  onModuleInit(): void {
+    if (this.state === 'open') return;
+    this.agent = new Agent({
+      connections: this.options.connectionsPerServer,
+      keepAliveTimeout: this.options.keepAliveTimeoutMs,
+      connect: { timeout: this.options.connectTimeoutMs },
+      headersTimeout: this.options.requestTimeoutMs,
+      bodyTimeout: 0,
+    });
+    this.axiosInstance = axios.create({
+      adapter: createUndiciAdapter(() => this.dispatcher),
+      maxRedirects: 0,
+      timeout: this.options.requestTimeoutMs,
+    });
+    this.httpService = new HttpService(this.axiosInstance);
+    this.state = 'open';
+  }
+
+  async onModuleDestroy(): Promise<void> {
+    if (this.state !== 'open') {
+      this.state = 'closed';
+      return;
+    }
+    this.state = 'closed';
+    const agent = this.agent;
+    this.agent = undefined;
+    this.axiosInstance = undefined;
+    this.httpService = undefined;
+    // destroy() (not close()) aborts in-flight requests and their sockets at once.
+    await agent?.destroy();
+    this.logger.debug('HTTP session closed');
+  }
+
+  get isOpen(): boolean {
+    return this.state === 'open';
+  }
+
+  /** The undici dispatcher of the session (the keep-alive pool). */
+  get dispatcher(): Dispatcher {
+    return this.assertOpen(this.agent);
+  }
+
+  /** The session's axios instance (undici transport). */
+  get axios(): AxiosInstance {
+    return this.assertOpen(this.axiosInstance);
+  }
+
+  /** The session as @nestjs/axios' HttpService (Observable API). */
+  get http(): HttpService {
+    return this.assertOpen(this.httpService);
+  }
+
+  /**
+   * The proxy hot path: one upstream request straight on the pool, body left as a stream.
+   * Cheaper than going through axios' config merging and transforms for every token stream.
+   */
+  request(req: UpstreamRequest): Promise<Dispatcher.ResponseData> {
+    const dispatcher = this.dispatcher;
+    return dispatcher.request({
+      origin: req.origin,
+      path: req.path,
+      method: req.method ?? 'GET',
+      headers: req.headers,
+      body: req.body,
+      signal: req.signal,
+      headersTimeout: req.headersTimeoutMs ?? this.options.requestTimeoutMs,
+      bodyTimeout: req.bodyTimeoutMs ?? 0,
+    });
+  }
+
+  /** Open sockets per origin (connected + pending), for tests and admin state. */
+  openSockets(): number {
+    if (!this.agent) return 0;
+    let total = 0;
+    for (const stats of Object.values(this.agent.stats)) {
+      // Pool stats count sockets; single-client stats say connected true/false.
+      total += Number(stats.connected ?? 0);
+    }
+    return total;
+  }
+
+  private assertOpen<T>(value: T | undefined): T {
+    if (this.state !== 'open' || value === undefined) {
+      throw new HttpSessionClosedError(this.state === 'new' ? 'not yet opened' : 'closed');
+    }
+    return value;
+  }
+}

@@ -1,0 +1,92 @@
+/**
+ * The v1 KV cache block key hash (`v1_block_key`) of TensorRT-LLM, bit-exact.
+ *
+ * The 64-bit seed is carried as two unsigned 32-bit halves in plain numbers so that the
+ * per-token mix (the hot loop) needs no BigInt allocation; BigInt is only used once per block
+ * (parent multiplication, optional LoRA mix, final result).
+ */
+
+const MASK64 = (1n << 64n) - 1n;
+const HASH32_CONST = 0x45d9f3b;
+const HASH64_CONST_1 = 0xbf58476d1ce4e5b9n;
+const HASH64_CONST_2 = 0x94d049bb133111ebn;
+const HASH_COMBINE_CONST = 0x9e3779b9;
+const PARENT_HASH_CONST = 0xbf58476d1ce4e5b9n;
+const TWO32 = 0x100000000;
+
+/** The name servers advertise in `/server_info` for this algorithm. */
+export const V1_BLOCK_KEY_ALGO = 'v1_block_key';
+
+/**
+ * Hash of one block of token ids, chained on `parent` (0 for the first block).
+ * `loraTaskId`, when given, is mixed in last, as TensorRT-LLM does for LoRA requests.
+ */
+export function blockHash(tokens: ArrayLike<number>, parent: bigint = 0n, loraTaskId?: number | bigint): bigint {
+  return hashRange(tokens, 0, tokens.length, parent, loraTaskId);
+}
+
+/**
+ * Block hashes of a prompt: blocks of `tokensPerBlock` over its first N-1 tokens (the last
+ * token is never part of a block key), the trailing partial block included, each chained on
+ * the previous block's hash. Matches TensorRT-LLM's KvCacheAwareRouter.
+ */
+export function blockHashChain(
+  tokenIds: ArrayLike<number>,
+  tokensPerBlock: number,
+  loraTaskId?: number | bigint,
+): bigint[] {
+  if (!Number.isInteger(tokensPerBlock) || tokensPerBlock <= 0) {
+    throw new RangeError(`tokensPerBlock must be a positive integer, got ${tokensPerBlock}`);
+  }
+  const end = tokenIds.length - 1;
+  const chain: bigint[] = [];
+  let parent = 0n;
+  for (let start = 0; start < end; start += tokensPerBlock) {
+    parent = hashRange(tokenIds, start, Math.min(start + tokensPerBlock, end), parent, loraTaskId);
+    chain.push(parent);
+  }
+  return chain;
+}
+
+function hashRange(
+  tokens: ArrayLike<number>,
+  start: number,
+  end: number,
+  parent: bigint,
+  loraTaskId: number | bigint | undefined,
+): bigint {
+  const seed0 = (BigInt(end - start) ^ ((BigInt.asUintN(64, parent) * PARENT_HASH_CONST) & MASK64)) & MASK64;
+  let hi = Number(seed0 >> 32n);
+  let lo = Number(seed0 & 0xffffffffn);
+  for (let i = start; i < end; i++) {
+    // 32-bit token mix, wrapping like uint32_t.
+    let v = tokens[i] >>> 0;
+    v = Math.imul((v >>> 16) ^ v, HASH32_CONST) >>> 0;
+    v = Math.imul((v >>> 16) ^ v, HASH32_CONST) >>> 0;
+    v = ((v >>> 16) ^ v) >>> 0;
+    v = (v + HASH_COMBINE_CONST) >>> 0;
+    // combined = v + (seed << 6) + (seed >> 2)  (mod 2^64), on 32-bit halves.
+    const shlHi = ((hi << 6) | (lo >>> 26)) >>> 0;
+    const shlLo = (lo << 6) >>> 0;
+    const shrHi = hi >>> 2;
+    const shrLo = ((lo >>> 2) | (hi << 30)) >>> 0;
+    const loSum = v + shlLo + shrLo; // < 3 * 2^32: exact in a double
+    const carry = Math.floor(loSum / TWO32);
+    const cHi = (shlHi + shrHi + carry) >>> 0;
+    const cLo = loSum >>> 0;
+    hi = (hi ^ cHi) >>> 0;
+    lo = (lo ^ cLo) >>> 0;
+  }
+  let seed = (BigInt(hi) << 32n) | BigInt(lo);
+  if (loraTaskId !== undefined) seed = mix64(BigInt(loraTaskId), seed);
+  return seed;
+}
+
+function mix64(value: bigint, seed: bigint): bigint {
+  let v = BigInt.asUintN(64, value);
+  v = BigInt.asUintN(64, (v ^ (v >> 30n)) * HASH64_CONST_1);
+  v = BigInt.asUintN(64, (v ^ (v >> 27n)) * HASH64_CONST_2);
+  v = v ^ (v >> 31n);
+  const combined = BigInt.asUintN(64, v + BigInt(HASH_COMBINE_CONST) + BigInt.asUintN(64, seed << 6n) + (seed >> 2n));
+  return BigInt.asUintN(64, seed ^ combined);
+}

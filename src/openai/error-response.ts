@@ -1,0 +1,53 @@
+import { HttpException, Logger } from '@nestjs/common';
+import type { ServerResponse } from 'node:http';
+import { OpenAiError } from './openai-error';
+
+interface FastifyLikeError {
+  statusCode?: number;
+  code?: string;
+  message: string;
+}
+
+/** Any error as the OpenAiError the client gets. */
+export function toOpenAiError(err: unknown): OpenAiError {
+  if (err instanceof OpenAiError) return err;
+  if (err instanceof HttpException) {
+    const status = err.getStatus();
+    return new OpenAiError(status, status === 404 ? 'not found' : err.message);
+  }
+  const e = err as FastifyLikeError;
+  if (e?.code === 'FST_ERR_CTP_BODY_TOO_LARGE' || e?.statusCode === 413) {
+    return new OpenAiError(413, 'request body too large', { code: 'request_too_large' });
+  }
+  if (e?.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE' || e?.statusCode === 415) {
+    return new OpenAiError(400, 'the request body must be JSON (content-type: application/json)', { code: 'invalid_content_type' });
+  }
+  if (e?.code?.startsWith('FST_ERR_CTP') || (e instanceof SyntaxError)) {
+    return new OpenAiError(400, `malformed JSON body: ${e.message}`, { code: 'invalid_json' });
+  }
+  if (typeof e?.statusCode === 'number' && e.statusCode >= 400 && e.statusCode < 500) {
+    return new OpenAiError(e.statusCode, e.message);
+  }
+  return new OpenAiError(500, 'internal router error', { code: 'internal_error' });
+}
+
+/**
+ * Writes the error once, as JSON before any byte of the answer was sent, or as a final SSE
+ * error event when a stream already started; logs it once.
+ */
+export function writeOpenAiError(res: ServerResponse, err: unknown, logger: Logger, requestId?: string): void {
+  const error = toOpenAiError(err);
+  const status = error.getStatus();
+  const tag = requestId ? `[${requestId}] ` : '';
+  if (status >= 500 && !(err instanceof OpenAiError)) logger.error(`${tag}${(err as Error)?.stack ?? String(err)}`);
+  else logger.warn(`${tag}${status} ${error.body.error.message}`);
+  if (res.writableEnded || res.destroyed) return;
+  if (res.headersSent) {
+    res.end(`data: ${JSON.stringify(error.body)}\n\n`);
+    return;
+  }
+  const headers: Record<string, string> = { 'content-type': 'application/json', ...error.headers };
+  if (requestId) headers['x-request-id'] = requestId;
+  res.writeHead(status, headers);
+  res.end(JSON.stringify(error.body));
+}

@@ -1,0 +1,20 @@
+import type { RouterConfig, ServerRole } from '../config';
+
+/** A policy choice: `type` plus that policy's arguments. */
+export interface RouterSpec {
+  type: string;
+  args: Record<string, unknown>;
+  /** Pool-level keys TensorRT-LLM copies into router args, applied when the policy takes them. */
+  inherited: Record<string, unknown>;
+}
+
+/** The router block of a pool, as TensorRT-LLM reads it. */
+export function routerSpecFromConfig(config: RouterConfig, role: ServerRole): RouterSpec {
+  const pool = role === 'context' ? config.context_servers : config.generation_servers;
+  const { type = 'round_robin', ...args } = pool?.router ?? { type: 'round_robin' };
+  const inherited: Record<string, unknown> = {};
+  if (pool?.max_batch_size !== undefined) inherited.max_batch_size = pool.max_batch_size;
+  const tpb = pool?.kv_cache_config?.tokens_per_block;
+  if (tpb !== undefined) inherited.tokens_per_block = tpb;
+  return { type, args, inherited };
+}

@@ -1,0 +1,71 @@
+import type { ServerRole } from '../config';
+import type { ServerState } from '../servers';
+
+export type RequestKind = 'completion' | 'chat';
+
+/**
+ * What a router sees of a client request. `id` is owned by the router layer (one per client
+ * request) and keys all per-request router state, so copies of the body cannot break it.
+ */
+export interface RoutingRequest {
+  readonly id: string;
+  readonly kind: RequestKind;
+  readonly body: Readonly<Record<string, unknown>>;
+  /** Prompt token ids, once known (given by the client or tokenized by a policy). */
+  tokenIds?: number[];
+}
+
+export interface RouteInfo {
+  /** Prompt tokens already cached on the chosen server (KV-aware policies). */
+  matchedTokens?: number;
+  promptTokens?: number;
+  [key: string]: unknown;
+}
+
+export interface RouteResult {
+  server: ServerState;
+  info: RouteInfo;
+}
+
+export interface GetNextServerOptions {
+  /** URL(s) that must not be chosen: the other phase's server, or a server that just failed. */
+  excludeServer?: string | readonly string[];
+}
+
+export interface FinishRequestOptions {
+  success?: boolean;
+}
+
+export interface RouterServerSnapshot {
+  id: string;
+  url: string;
+  active_requests: number;
+  active_tokens: number;
+  kv_blocks_known: number;
+}
+
+export interface RouterSnapshot {
+  policy: string;
+  role: ServerRole;
+  args: Readonly<Record<string, unknown>>;
+  servers: RouterServerSnapshot[];
+  in_flight: number;
+  [key: string]: unknown;
+}
+
+/** The contract every routing policy implements (TensorRT-LLM router.py semantics). */
+export interface Router {
+  readonly policy: string;
+  readonly role: ServerRole;
+  readonly args: Readonly<Record<string, unknown>>;
+  getNextServer(request: RoutingRequest, options?: GetNextServerOptions): Promise<RouteResult>;
+  finishRequest(request: RoutingRequest, options?: FinishRequestOptions): Promise<void>;
+  addServer(server: ServerState): void;
+  removeServer(server: ServerState): void;
+  /** The whole ready set changed at once (discovery refresh). */
+  onServersUpdated(servers: readonly ServerState[]): void;
+  readonly servers: readonly ServerState[];
+  snapshot(): RouterSnapshot;
+  /** Stops background work (polling); in-flight requests may still finish afterwards. */
+  close(): Promise<void>;
+}

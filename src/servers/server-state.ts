@@ -1,0 +1,142 @@
+import type { ServerRole } from '../config';
+import type { HttpSessionProvider } from '../http-session';
+import { KvBlockTable } from './kv-block-table';
+
+export type ServerStatus = 'preparing' | 'ready' | 'draining' | 'unhealthy';
+export type ServerSource = 'config' | 'etcd' | 'admin';
+
+export interface ServerSpec {
+  url: string;
+  role: ServerRole;
+  source: ServerSource;
+}
+
+export interface HealthResult {
+  ok: boolean;
+  at: number;
+  latencyMs: number;
+  status?: number;
+  error?: string;
+}
+
+/** The hash algorithm a worker uses when its /server_info does not say. */
+export const DEFAULT_KV_HASH_ALGO = 'v1_block_key';
+
+/**
+ * What the router knows of one worker: load, KV block table, server_info, health. It holds
+ * the session provider (never a client) and asks it for the client at each use, so a state
+ * built before the app initialised works once the session is open.
+ */
+export class ServerState {
+  readonly id: string;
+  readonly url: string;
+  readonly origin: string;
+  readonly role: ServerRole;
+  readonly source: ServerSource;
+  status: ServerStatus = 'preparing';
+  activeRequests = 0;
+  activeTokens = 0;
+  serverInfo?: Record<string, unknown>;
+  lastHealth?: HealthResult;
+  consecutiveHealthFailures = 0;
+  /** Block tables per hash algorithm, filled from the worker's KV cache events. */
+  readonly kvTables = new Map<string, KvBlockTable>();
+
+  constructor(
+    spec: ServerSpec,
+    private readonly session: HttpSessionProvider,
+  ) {
+    this.url = spec.url;
+    this.origin = new URL(spec.url).origin;
+    this.role = spec.role;
+    this.source = spec.source;
+    this.id = serverIdFor(spec.role, spec.url);
+  }
+
+  get kvHashAlgo(): string {
+    const algo = this.serverInfo?.kv_cache_hash_algo;
+    return typeof algo === 'string' && algo ? algo : DEFAULT_KV_HASH_ALGO;
+  }
+
+  /** The block table for this worker's hash algorithm (created on first use). */
+  kvTable(algo = this.kvHashAlgo): KvBlockTable {
+    let table = this.kvTables.get(algo);
+    if (!table) {
+      table = new KvBlockTable();
+      this.kvTables.set(algo, table);
+    }
+    return table;
+  }
+
+  get kvBlocksKnown(): number {
+    let n = 0;
+    for (const t of this.kvTables.values()) n += t.size;
+    return n;
+  }
+
+  async fetchServerInfo(timeoutMs: number): Promise<Record<string, unknown>> {
+    const res = await this.session.axios.get<Record<string, unknown>>(`${this.url}/server_info`, {
+      timeout: timeoutMs,
+      responseType: 'json',
+    });
+    const info = typeof res.data === 'object' && res.data !== null ? res.data : {};
+    this.serverInfo = info;
+    return info;
+  }
+
+  /**
+   * One health probe. Upstream failures become a negative result; a closed session is a
+   * lifecycle error and propagates (never reported as "unhealthy").
+   */
+  async checkHealth(timeoutMs: number): Promise<HealthResult> {
+    const axios = this.session.axios;
+    const started = performance.now();
+    let result: HealthResult;
+    try {
+      const res = await axios.get(`${this.url}/health`, {
+        timeout: timeoutMs,
+        validateStatus: () => true,
+        responseType: 'text',
+      });
+      result = { ok: res.status === 200, status: res.status, at: Date.now(), latencyMs: performance.now() - started };
+      if (!result.ok) result.error = `HTTP ${res.status}`;
+    } catch (err) {
+      result = { ok: false, at: Date.now(), latencyMs: performance.now() - started, error: (err as Error).message };
+    }
+    this.lastHealth = result;
+    this.consecutiveHealthFailures = result.ok ? 0 : this.consecutiveHealthFailures + 1;
+    return result;
+  }
+
+  /** POST /kv_cache_events: a destructive read of the events since the last call. */
+  async fetchKvEventsText(timeoutMs: number): Promise<string> {
+    const res = await this.session.axios.post<string>(`${this.url}/kv_cache_events`, '', {
+      timeout: timeoutMs,
+      responseType: 'text',
+      transformResponse: (d: string) => d,
+      headers: { 'content-type': 'application/json' },
+    });
+    return res.data;
+  }
+
+  toJSON(): Record<string, unknown> {
+    return {
+      id: this.id,
+      url: this.url,
+      role: this.role,
+      source: this.source,
+      state: this.status,
+      active_requests: this.activeRequests,
+      active_tokens: this.activeTokens,
+      kv_blocks_known: this.kvBlocksKnown,
+      last_health: this.lastHealth ?? null,
+    };
+  }
+}
+
+/** A stable, path-safe id: `context-127.0.0.1-8001`. */
+export function serverIdFor(role: ServerRole, url: string): string {
+  const u = new URL(url);
+  const port = u.port || (u.protocol === 'https:' ? '443' : '80');
+  return `${role}-${u.hostname.replace(/[^A-Za-z0-9.]/g, '_')}-${port}`;
+}

@@ -1,0 +1,22 @@
+import { startSimCluster } from './index';
+
+export interface EmbeddedClusterOptions {
+  context: number;
+  generation: number;
+  latency: 'demo' | 'zero';
+  kv_blocks?: number;
+  tokens_per_block?: number;
+}
+
+/** The simulated cluster `npm start` serves from, on free loopback ports in this process. */
+export async function startEmbeddedCluster(options: EmbeddedClusterOptions): Promise<{ contextUrls: string[]; generationUrls: string[]; close: () => Promise<void> }> {
+  const cluster = await startSimCluster({
+    context: options.context,
+    generation: options.generation,
+    host: '127.0.0.1',
+    latency: options.latency,
+    ...(options.kv_blocks ? { kvCapacityBlocks: options.kv_blocks } : {}),
+    ...(options.tokens_per_block ? { tokensPerBlock: options.tokens_per_block } : {}),
+  });
+  return { contextUrls: cluster.contextUrls, generationUrls: cluster.generationUrls, close: () => cluster.close() };
+}
