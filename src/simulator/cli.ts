@@ -1,0 +1,133 @@
+/**
+ * Runs simulated workers standalone:
+ *   npm run sim -- --role context --port 8001 [--count N] [--latency demo|zero]
+ *                  [--kv-blocks N] [--tokens-per-block N] [--host H] [--model NAME]
+ *                  [--tokenizer qwen3|bytes] [--ctx-check blind|registry]
+ *                  [--prefill-ms-per-token X] [--decode-ms-per-token X] [--max-batch-size N]
+ * Workers of one process share a context registry; across processes use --ctx-check blind
+ * (the default here). Stops on SIGINT/SIGTERM.
+ */
+import { CtxRegistry } from './ctx-registry';
+import { LatencyOptions, LatencyPreset, resolveLatency } from './latency-model';
+import { CtxCheck, SIM_ROLES, SimRole } from './sim-options';
+import { SimWorker } from './sim-worker';
+
+interface CliArgs {
+  role: SimRole;
+  host: string;
+  port: number;
+  count: number;
+  latency: LatencyPreset;
+  latencyOverrides: Partial<LatencyOptions>;
+  kvBlocks?: number;
+  tokensPerBlock?: number;
+  model?: string;
+  tokenizer?: string;
+  ctxCheck: CtxCheck;
+}
+
+const USAGE =
+  'usage: sim --role context|generation|mixed --port N [--count N] [--latency zero|demo] [--kv-blocks N] ' +
+  '[--tokens-per-block N] [--host H] [--model NAME] [--tokenizer qwen3|bytes] [--ctx-check blind|registry] ' +
+  '[--prefill-ms-per-token X] [--decode-ms-per-token X] [--max-batch-size N]';
+
+export function parseCliArgs(argv: string[]): CliArgs {
+  const args: CliArgs = { role: 'mixed', host: '127.0.0.1', port: 8001, count: 1, latency: 'zero', latencyOverrides: {}, ctxCheck: 'blind' };
+  for (let i = 0; i < argv.length; i++) {
+    const flag = argv[i];
+    const value = (): string => {
+      const v = argv[++i];
+      if (v === undefined) throw new Error(`${flag} needs a value\n${USAGE}`);
+      return v;
+    };
+    const num = (): number => {
+      const raw = value();
+      const n = Number(raw);
+      if (!Number.isFinite(n) || n < 0) throw new Error(`${flag} needs a non-negative number, got "${raw}"`);
+      return n;
+    };
+    switch (flag) {
+      case '--role': {
+        const r = value();
+        if (!(SIM_ROLES as readonly string[]).includes(r)) throw new Error(`--role must be one of ${SIM_ROLES.join(', ')}`);
+        args.role = r as SimRole;
+        break;
+      }
+      case '--host': args.host = value(); break;
+      case '--port': args.port = num(); break;
+      case '--count': args.count = Math.max(1, Math.floor(num())); break;
+      case '--latency': {
+        const l = value();
+        if (l !== 'zero' && l !== 'demo') throw new Error('--latency must be zero or demo');
+        args.latency = l;
+        break;
+      }
+      case '--kv-blocks': args.kvBlocks = num(); break;
+      case '--tokens-per-block': args.tokensPerBlock = num(); break;
+      case '--model': args.model = value(); break;
+      case '--tokenizer': args.tokenizer = value(); break;
+      case '--ctx-check': {
+        const c = value();
+        if (c !== 'blind' && c !== 'registry') throw new Error('--ctx-check must be blind or registry');
+        args.ctxCheck = c;
+        break;
+      }
+      case '--prefill-ms-per-token': args.latencyOverrides.prefillMsPerToken = num(); break;
+      case '--decode-ms-per-token': args.latencyOverrides.decodeMsPerToken = num(); break;
+      case '--max-batch-size': args.latencyOverrides.maxBatchSize = num(); break;
+      case '-h':
+      case '--help':
+        throw new Error(USAGE);
+      default:
+        throw new Error(`unknown option ${flag}\n${USAGE}`);
+    }
+  }
+  return args;
+}
+
+async function main(): Promise<void> {
+  let args: CliArgs;
+  try {
+    args = parseCliArgs(process.argv.slice(2));
+  } catch (err) {
+    console.error((err as Error).message);
+    process.exit(2);
+  }
+  const latency = { ...resolveLatency(args.latency), ...args.latencyOverrides };
+  const registry = args.ctxCheck === 'registry' ? new CtxRegistry() : undefined;
+  const workers: SimWorker[] = [];
+  try {
+    for (let i = 0; i < args.count; i++) {
+      const w = await SimWorker.start({
+        role: args.role,
+        host: args.host,
+        port: args.port === 0 ? 0 : args.port + i,
+        latency,
+        kvBlocks: args.kvBlocks,
+        tokensPerBlock: args.tokensPerBlock,
+        model: args.model,
+        tokenizer: args.tokenizer,
+        ctxCheck: args.ctxCheck,
+        registry,
+        preloadTokenizer: true,
+      });
+      workers.push(w);
+      console.log(`sim ${w.role} worker listening on ${w.url}`);
+    }
+  } catch (err) {
+    console.error(`could not start simulated workers: ${(err as Error).message}`);
+    await Promise.all(workers.map((w) => w.close()));
+    process.exit(1);
+  }
+  let stopping = false;
+  const stop = (signal: string): void => {
+    if (stopping) return;
+    stopping = true;
+    console.log(`${signal}: stopping ${workers.length} simulated worker(s)`);
+    void Promise.all(workers.map((w) => w.close())).then(() => process.exit(0));
+  };
+  process.on('SIGINT', () => stop('SIGINT'));
+  process.on('SIGTERM', () => stop('SIGTERM'));
+}
+
+if (require.main === module) void main();

@@ -1,0 +1,92 @@
+import { CtxRegistry } from './ctx-registry';
+import { FaultRule } from './faults';
+import { LatencyOptions, LatencyPreset } from './latency-model';
+
+export const SIM_ROLES = ['context', 'generation', 'mixed'] as const;
+export type SimRole = (typeof SIM_ROLES)[number];
+
+/**
+ * How a generation worker treats a generation_only request's ctx_request_id:
+ * `registry` accepts only ids published by a context worker sharing its registry,
+ * `blind` accepts any id (as a worker would whose KV transfer cannot be checked).
+ */
+export type CtxCheck = 'registry' | 'blind';
+
+export interface SimWorkerOptions {
+  role?: SimRole;
+  /** Listen address, default 127.0.0.1. */
+  host?: string;
+  /** Listen port, default 0 (a free port). */
+  port?: number;
+  /** Model name in answers and /v1/models, default "sim-model". */
+  model?: string;
+  /** Tokenizer for text prompts: "qwen3" (default) or "bytes". */
+  tokenizer?: string;
+  /** Load the tokenizer while starting instead of on the first text request. */
+  preloadTokenizer?: boolean;
+  /** KV cache capacity in blocks, default 4096. */
+  kvBlocks?: number;
+  /** Tokens per KV block, default 32. */
+  tokensPerBlock?: number;
+  /** `window_size` of KV events, default 4096. */
+  windowSize?: number;
+  /** KV events kept between two polls, default 100000. */
+  maxBufferedEvents?: number;
+  /** "zero" (default), "demo" or explicit figures. */
+  latency?: LatencyPreset | Partial<LatencyOptions>;
+  /** Default "registry" when a registry is given, else "blind". */
+  ctxCheck?: CtxCheck;
+  /** Shared by the workers of one cluster; a private one is made when ctxCheck is "registry". */
+  registry?: CtxRegistry;
+  /** max_tokens when the request has none, default 16. */
+  defaultMaxTokens?: number;
+  /** Request bodies kept for inspection, default 20. */
+  keepReceived?: number;
+  /** Fault rules active from the start. */
+  faults?: FaultRule[];
+}
+
+export interface ResolvedSimOptions {
+  role: SimRole;
+  host: string;
+  port: number;
+  model: string;
+  tokenizer: string;
+  preloadTokenizer: boolean;
+  kvBlocks: number;
+  tokensPerBlock: number;
+  windowSize: number;
+  maxBufferedEvents: number;
+  ctxCheck: CtxCheck;
+  registry: CtxRegistry | undefined;
+  defaultMaxTokens: number;
+  keepReceived: number;
+}
+
+export function resolveSimOptions(opts: SimWorkerOptions): ResolvedSimOptions {
+  const role = opts.role ?? 'mixed';
+  if (!SIM_ROLES.includes(role)) throw new RangeError(`role must be one of ${SIM_ROLES.join(', ')}, got "${role}"`);
+  const ctxCheck = opts.ctxCheck ?? (opts.registry ? 'registry' : 'blind');
+  if (ctxCheck !== 'registry' && ctxCheck !== 'blind') throw new RangeError(`ctxCheck must be registry or blind`);
+  const int = (name: string, v: number | undefined, dflt: number, min: number): number => {
+    const value = v ?? dflt;
+    if (!Number.isInteger(value) || value < min) throw new RangeError(`${name} must be an integer >= ${min}, got ${value}`);
+    return value;
+  };
+  return {
+    role,
+    host: opts.host ?? '127.0.0.1',
+    port: int('port', opts.port, 0, 0),
+    model: opts.model ?? 'sim-model',
+    tokenizer: opts.tokenizer ?? 'qwen3',
+    preloadTokenizer: opts.preloadTokenizer ?? false,
+    kvBlocks: int('kvBlocks', opts.kvBlocks, 4096, 0),
+    tokensPerBlock: int('tokensPerBlock', opts.tokensPerBlock, 32, 1),
+    windowSize: int('windowSize', opts.windowSize, 4096, 1),
+    maxBufferedEvents: int('maxBufferedEvents', opts.maxBufferedEvents, 100_000, 1),
+    ctxCheck,
+    registry: opts.registry ?? (ctxCheck === 'registry' ? new CtxRegistry() : undefined),
+    defaultMaxTokens: int('defaultMaxTokens', opts.defaultMaxTokens, 16, 1),
+    keepReceived: int('keepReceived', opts.keepReceived, 20, 0),
+  };
+}
