@@ -1,12 +1,15 @@
 import { Module } from '@nestjs/common';
 import { DiscoveryModule } from '@nestjs/core';
 import { ServersModule } from '../servers';
+import { ConversationRouter } from './policies/conversation.policy';
+import { KvCacheAwareRouter } from './policies/kv-cache-aware.policy';
+import { LoadBalancingRouter } from './policies/load-balancing.policy';
 import { RoundRobinRouter } from './policies/round-robin.policy';
 import { RouterManager } from './router-manager.service';
 import { RouterRegistry } from './router-registry.service';
 
 /** Built-in policies; users add theirs by providing @RoutingPolicy classes in their modules. */
-export const BUILT_IN_POLICIES = [RoundRobinRouter];
+export const BUILT_IN_POLICIES = [RoundRobinRouter, LoadBalancingRouter, KvCacheAwareRouter, ConversationRouter];
 
 @Module({
   imports: [DiscoveryModule, ServersModule],

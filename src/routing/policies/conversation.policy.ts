@@ -1,0 +1,178 @@
+import { z } from 'zod';
+import { blockHashChain } from '../../kv-cache/block-hash';
+import type { BlockKey, ServerState } from '../../servers';
+import { BaseRouter } from '../base-router';
+import { BlockHashTrie } from '../kv/block-hash-trie';
+import { PromptTokenizer } from '../kv/prompt-tokenizer';
+import { codePoints, requestText, tokenListsInBody } from '../kv/prompt-tokens';
+import type { GetNextServerOptions, RouteResult, RoutingRequest } from '../router.interface';
+import { RoutingPolicy } from '../routing-policy.decorator';
+import { LeastLoadedPicker } from './least-loaded';
+import { tokenizerArg, tokenizerThreadsArg } from './policy-args';
+
+export const conversationArgs = z.strictObject({
+  /** Share of a request's blocks a known session must match to count as its continuation. */
+  match_threshold: z.number().min(0).max(1).default(0.75),
+  tokens_per_block: z.number().int().positive().default(128),
+  /** Tokenize text prompts; otherwise hash Unicode code points (no tokenizer needed). */
+  use_token_ids: z.boolean().default(false),
+  /** Leading tokens (or code points / 5) left out of the hashes, e.g. a shared system prompt. */
+  hash_skip_count: z.number().int().nonnegative().default(0),
+  max_sessions: z.number().int().positive().default(100_000),
+  tokenizer: tokenizerArg,
+  tokenizer_threads: tokenizerThreadsArg,
+});
+export type ConversationArgs = z.output<typeof conversationArgs>;
+
+/** TensorRT-LLM's estimate of characters per token (about 4, plus a space). */
+const CHARS_PER_TOKEN = 5;
+
+interface Session {
+  server: ServerState;
+  hashes: BlockKey[];
+}
+
+type Match = 'sticky' | 'implicit' | 'fallback';
+
+/**
+ * TensorRT-LLM's ConversationRouter: session affinity for multi-turn conversations.
+ * 1. `disaggregated_params.conversation_id` known: its server (unless excluded or gone).
+ * 2. No id: the session whose block-hash chain shares the longest prefix with this request,
+ *    if that covers at least `match_threshold` of the request's blocks.
+ * 3. Otherwise the server with the fewest estimated content tokens in flight (ties round
+ *    robin), remembered under the given id or a generated one.
+ * Sessions are kept LRU up to `max_sessions`; those of a removed server are forgotten.
+ */
+@RoutingPolicy('conversation', conversationArgs)
+export class ConversationRouter extends BaseRouter<ConversationArgs> {
+  private readonly picker = new LeastLoadedPicker();
+  /** Insertion order is recency order: the first entry is the least recently used. */
+  private readonly sessions = new Map<string, Session>();
+  private readonly trie = new BlockHashTrie();
+  private readonly contentLoad = new Map<ServerState, number>();
+  private readonly contentByRequest = new Map<string, { server: ServerState; weight: number }>();
+  private implicitIds = 0;
+  private tokenizer?: PromptTokenizer;
+
+  protected override onInit(): void {
+    if (this.args.use_token_ids) this.tokenizer = new PromptTokenizer(this.args.tokenizer, this.args.tokenizer_threads);
+  }
+
+  async getNextServer(request: RoutingRequest, options?: GetNextServerOptions): Promise<RouteResult> {
+    this.candidates(options);
+    const conversationId = conversationIdOf(request.body);
+    const hashes = await this.requestHashes(request);
+    const weight = hashes.length * this.args.tokens_per_block;
+    const candidates = this.candidates(options);
+
+    if (conversationId !== undefined) {
+      const session = this.sessions.get(conversationId);
+      if (session && candidates.includes(session.server)) {
+        return this.assign(request, conversationId, session.server, hashes, weight, 'sticky');
+      }
+    } else {
+      const found = this.trie.longestPrefixMatch(hashes, (id) => {
+        const s = this.sessions.get(id);
+        return s !== undefined && candidates.includes(s.server);
+      });
+      if (found.sessionId !== undefined && hashes.length > 0 && found.depth / hashes.length >= this.args.match_threshold) {
+        const session = this.sessions.get(found.sessionId)!;
+        return this.assign(request, found.sessionId, session.server, hashes, weight, 'implicit');
+      }
+    }
+    const server = this.picker.pick(candidates, (s) => this.contentLoad.get(s) ?? 0);
+    return this.assign(request, conversationId ?? `conv_id:0_${++this.implicitIds}`, server, hashes, weight, 'fallback');
+  }
+
+  private assign(request: RoutingRequest, conversationId: string, server: ServerState, hashes: BlockKey[], weight: number, match: Match): RouteResult {
+    this.remember(conversationId, server, hashes);
+    this.releaseContent(request.id);
+    this.contentLoad.set(server, (this.contentLoad.get(server) ?? 0) + weight);
+    this.contentByRequest.set(request.id, { server, weight });
+    return this.reserve(request, server, 0, { match, conversation_id: conversationId, server_info: server.serverInfo ?? {} });
+  }
+
+  /** Block hashes of the request: its token ids, else tokenized text, else code points. */
+  private async requestHashes(request: RoutingRequest): Promise<BlockKey[]> {
+    let sequences = request.tokenIds ? [request.tokenIds] : tokenListsInBody(request.kind, request.body);
+    let skip = this.args.hash_skip_count;
+    if (!sequences) {
+      if (this.tokenizer) {
+        sequences = await this.tokenizer.tokenLists(request);
+      } else {
+        sequences = [codePoints(requestText(request.kind, request.body))];
+        skip *= CHARS_PER_TOKEN;
+      }
+    }
+    const first = sequences[0] ?? [];
+    return blockHashChain(skip > 0 ? first.slice(skip) : first, this.args.tokens_per_block);
+  }
+
+  private remember(conversationId: string, server: ServerState, hashes: BlockKey[]): void {
+    const old = this.sessions.get(conversationId);
+    if (old) {
+      this.trie.remove(conversationId, old.hashes);
+      this.sessions.delete(conversationId);
+    }
+    this.sessions.set(conversationId, { server, hashes });
+    this.trie.insert(conversationId, hashes);
+    while (this.sessions.size > this.args.max_sessions) this.forget(this.sessions.keys().next().value!);
+  }
+
+  private forget(conversationId: string): void {
+    const session = this.sessions.get(conversationId);
+    if (!session) return;
+    this.sessions.delete(conversationId);
+    this.trie.remove(conversationId, session.hashes);
+  }
+
+  private releaseContent(requestId: string): void {
+    const entry = this.contentByRequest.get(requestId);
+    if (!entry) return;
+    this.contentByRequest.delete(requestId);
+    const load = this.contentLoad.get(entry.server);
+    if (load !== undefined) this.contentLoad.set(entry.server, Math.max(load - entry.weight, 0));
+  }
+
+  protected override async afterFinish(request: RoutingRequest): Promise<void> {
+    this.releaseContent(request.id);
+  }
+
+  protected override onServerAdded(server: ServerState): void {
+    if (!this.contentLoad.has(server)) this.contentLoad.set(server, 0);
+  }
+
+  protected override onServerRemoved(server: ServerState): void {
+    for (const [id, session] of [...this.sessions]) if (session.server === server) this.forget(id);
+    this.contentLoad.delete(server);
+  }
+
+  /** Known sessions (for tests and the admin API). */
+  get sessionCount(): number {
+    return this.sessions.size;
+  }
+
+  sessionServer(conversationId: string): ServerState | undefined {
+    return this.sessions.get(conversationId)?.server;
+  }
+
+  protected override extraSnapshot(): Record<string, unknown> {
+    return {
+      sessions: this.sessions.size,
+      content_load: Object.fromEntries(this.servers.map((s) => [s.id, this.contentLoad.get(s) ?? 0])),
+    };
+  }
+
+  override async close(): Promise<void> {
+    await this.tokenizer?.close();
+  }
+}
+
+/** `disaggregated_params.conversation_id` as a string; empty or missing is no id. */
+export function conversationIdOf(body: Readonly<Record<string, unknown>>): string | undefined {
+  const params = body.disaggregated_params;
+  if (typeof params !== 'object' || params === null) return undefined;
+  const id = (params as Record<string, unknown>).conversation_id;
+  if ((typeof id === 'string' && id.length > 0) || (typeof id === 'number' && id !== 0)) return String(id);
+  return undefined;
+}

@@ -1,0 +1,47 @@
+import { z } from 'zod';
+import type { ServerState } from '../../servers';
+import { BaseRouter } from '../base-router';
+import { PromptTokenizer } from '../kv/prompt-tokenizer';
+import type { GetNextServerOptions, RouteResult, RoutingRequest } from '../router.interface';
+import { RoutingPolicy } from '../routing-policy.decorator';
+import { LeastLoadedPicker } from './least-loaded';
+import { tokenizerArg, tokenizerThreadsArg } from './policy-args';
+
+export const loadBalancingArgs = z.strictObject({
+  /** Balance prompt tokens in flight instead of requests in flight. */
+  use_tokens: z.boolean().default(false),
+  tokenizer: tokenizerArg,
+  tokenizer_threads: tokenizerThreadsArg,
+});
+export type LoadBalancingArgs = z.output<typeof loadBalancingArgs>;
+
+/**
+ * Least active requests (or prompt tokens with `use_tokens`) wins; ties go round robin.
+ * Text prompts and chat messages are tokenized to be counted.
+ */
+@RoutingPolicy('load_balancing', loadBalancingArgs)
+export class LoadBalancingRouter extends BaseRouter<LoadBalancingArgs> {
+  private readonly picker = new LeastLoadedPicker();
+  private tokenizer?: PromptTokenizer;
+
+  protected override onInit(): void {
+    if (this.args.use_tokens) this.tokenizer = new PromptTokenizer(this.args.tokenizer, this.args.tokenizer_threads);
+  }
+
+  async getNextServer(request: RoutingRequest, options?: GetNextServerOptions): Promise<RouteResult> {
+    this.candidates(options);
+    let tokens = 0;
+    if (this.tokenizer) {
+      for (const list of await this.tokenizer.tokenLists(request)) tokens += list.length;
+    }
+    // Candidates again: the server set may have changed while tokenizing.
+    const candidates = this.candidates(options);
+    const load = this.args.use_tokens ? (s: ServerState) => s.activeTokens : (s: ServerState) => s.activeRequests;
+    const server = this.picker.pick(candidates, load);
+    return this.reserve(request, server, tokens, { promptTokens: this.tokenizer ? tokens : undefined, server_info: server.serverInfo ?? {} });
+  }
+
+  override async close(): Promise<void> {
+    await this.tokenizer?.close();
+  }
+}

@@ -1,0 +1,42 @@
+import { DEFAULT_HTTP_SESSION_OPTIONS, HttpSessionProvider } from '../../../src/http-session';
+import type { BaseRouter } from '../../../src/routing';
+import type { RequestKind, RoutingRequest } from '../../../src/routing';
+import { ServerState, type BlockKey } from '../../../src/servers';
+import { blockHashChain } from '../../../src/kv-cache/block-hash';
+
+/** A session that is never opened: policies under unit test must not need the network. */
+export function closedSession(): HttpSessionProvider {
+  return new HttpSessionProvider(DEFAULT_HTTP_SESSION_OPTIONS);
+}
+
+export function servers(n: number, role: 'context' | 'generation' = 'generation', session = closedSession()): ServerState[] {
+  return Array.from({ length: n }, (_, i) => new ServerState({ url: `http://127.0.0.1:${9100 + i}`, role, source: 'config' }, session));
+}
+
+export function makeRouter<R extends BaseRouter>(router: R, policy: string, args: Record<string, unknown>, list: ServerState[], role: 'context' | 'generation' = 'generation'): R {
+  router.init({ policy, role, args });
+  router.onServersUpdated(list);
+  return router;
+}
+
+let nextId = 0;
+export function request(body: Record<string, unknown>, kind: RequestKind = 'completion'): RoutingRequest {
+  return { id: `req-${++nextId}`, kind, body };
+}
+
+/** Token ids 1000.. of a given length (distinct streams with different `base`). */
+export function tokens(length: number, base = 1000): number[] {
+  return Array.from({ length }, (_, i) => base + i);
+}
+
+/** Marks the leading blocks of a prompt as cached on a server, as its events would. */
+export function cacheBlocks(server: ServerState, ids: number[], tokensPerBlock: number, blocks?: number): BlockKey[] {
+  const chain = blockHashChain(ids, tokensPerBlock).slice(0, blocks);
+  const table = server.kvTable();
+  for (const h of chain) table.add(h);
+  return chain;
+}
+
+export function urls(list: readonly ServerState[]): string[] {
+  return list.map((s) => s.url);
+}
