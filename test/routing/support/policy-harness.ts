@@ -9,8 +9,10 @@ export function closedSession(): HttpSessionProvider {
   return new HttpSessionProvider(DEFAULT_HTTP_SESSION_OPTIONS);
 }
 
+let nextPort = 9100;
+/** States of distinct (never contacted) servers. */
 export function servers(n: number, role: 'context' | 'generation' = 'generation', session = closedSession()): ServerState[] {
-  return Array.from({ length: n }, (_, i) => new ServerState({ url: `http://127.0.0.1:${9100 + i}`, role, source: 'config' }, session));
+  return Array.from({ length: n }, () => new ServerState({ url: `http://127.0.0.1:${nextPort++}`, role, source: 'config' }, session));
 }
 
 export function makeRouter<R extends BaseRouter>(router: R, policy: string, args: Record<string, unknown>, list: ServerState[], role: 'context' | 'generation' = 'generation'): R {

@@ -1,0 +1,141 @@
+import { afterEach, describe, expect, it } from '@jest/globals';
+import { blockHashChain } from '../../src/kv-cache/block-hash';
+import { KvCacheAwareRouter, NoServerAvailableError } from '../../src/routing';
+import { getTokenizer } from '../../src/tokenizer';
+import { cacheBlocks, makeRouter, request, servers, tokens } from './support/policy-harness';
+
+const TPB = 4;
+
+describe('kv_cache_aware scoring', () => {
+  const routers: KvCacheAwareRouter[] = [];
+  const make = (args: Record<string, unknown> = {}, n = 3) => {
+    const s = servers(n);
+    const r = makeRouter(
+      new KvCacheAwareRouter(),
+      'kv_cache_aware',
+      { use_tokens: false, max_batch_size: 4, tokens_per_block: TPB, tokenizer: 'bytes', tokenizer_threads: 0, backfill_block_hashes_on_finish: false, kv_events_poll_interval_s: 0, kv_events_timeout_s: 1, ...args },
+      s,
+    );
+    routers.push(r);
+    return { s, r };
+  };
+  afterEach(async () => {
+    await Promise.all(routers.splice(0).map((r) => r.close()));
+  });
+
+  it('sends a prompt to the server holding its longest cached prefix and reports the match', async () => {
+    const { s, r } = make();
+    const prompt = tokens(17); // 16 hashed tokens: 4 blocks of 4
+    cacheBlocks(s[1], prompt, TPB, 1);
+    cacheBlocks(s[2], prompt, TPB, 3);
+    const q = request({ prompt });
+    const { server, info } = await r.getNextServer(q);
+    expect(server.url).toBe(s[2].url);
+    expect(info.matchedTokens).toBe(12);
+    expect(info.promptTokens).toBe(17);
+    expect(info.matches).toEqual([0, 4, 12]);
+    expect(info.hash_algo).toBe('v1_block_key');
+    expect(info.token_lists).toEqual([prompt]);
+    expect(info.block_hashes).toEqual([blockHashChain(prompt, TPB)]);
+  });
+
+  it('only counts leading blocks: a gap stops the match', async () => {
+    const { s, r } = make({}, 2);
+    const prompt = tokens(17);
+    const chain = blockHashChain(prompt, TPB);
+    s[0].kvTable().add(chain[1]);
+    s[0].kvTable().add(chain[2]);
+    s[1].kvTable().add(chain[0]);
+    const { server, info } = await r.getNextServer(request({ prompt }));
+    expect(server.url).toBe(s[1].url);
+    expect(info.matches).toEqual([0, 4]);
+  });
+
+  it('weighs the match against load: matched/padded - active/max_batch_size', async () => {
+    const { s, r } = make({}, 2);
+    const prompt = tokens(17);
+    cacheBlocks(s[0], prompt, TPB, 2); // 8/16 = 0.5
+    s[0].activeRequests = 3; // 0.5 - 3/4 = -0.25 < 0 - 0/4
+    expect((await r.getNextServer(request({ prompt }))).server.url).toBe(s[1].url);
+    s[0].activeRequests = 1; // 0.5 - 0.25 = 0.25 > 0 - 1/4 (s[1] now holds one)
+    expect((await r.getNextServer(request({ prompt }))).server.url).toBe(s[0].url);
+  });
+
+  it('breaks equal scores round robin, the counter advancing on every pick', async () => {
+    const { s, r } = make({ max_batch_size: 64 });
+    const picks: string[] = [];
+    for (let i = 0; i < 4; i++) {
+      const q = request({ prompt: tokens(9, 5000 + i) });
+      picks.push((await r.getNextServer(q)).server.url);
+      await r.finishRequest(q);
+    }
+    expect(picks).toEqual([s[0].url, s[1].url, s[2].url, s[0].url]);
+  });
+
+  it('never picks an excluded server, even with the best match, and fails when none is left', async () => {
+    const { s, r } = make({}, 2);
+    const prompt = tokens(17);
+    cacheBlocks(s[0], prompt, TPB);
+    const { server, info } = await r.getNextServer(request({ prompt }), { excludeServer: s[0].url });
+    expect(server.url).toBe(s[1].url);
+    expect(info.matchedTokens).toBe(0);
+    await expect(r.getNextServer(request({ prompt }), { excludeServer: [s[0].url, s[1].url] })).rejects.toThrow(NoServerAvailableError);
+  });
+
+  it('tokenizes text and chat with the configured tokenizer and keeps the ids for forwarding', async () => {
+    const { s, r } = make({}, 1);
+    const text = request({ prompt: 'the quick brown fox jumps' });
+    const a = await r.getNextServer(text);
+    expect(text.tokenIds).toEqual(getTokenizer('bytes').encode('the quick brown fox jumps'));
+    expect(a.info.promptTokens).toBe(text.tokenIds!.length);
+    const messages = [{ role: 'user', content: 'hello' }];
+    const chat = request({ messages }, 'chat');
+    await r.getNextServer(chat);
+    expect(chat.tokenIds).toEqual(getTokenizer('bytes').encodeChat(messages));
+    const given = request({ messages, prompt_token_ids: [7, 8, 9] }, 'chat');
+    expect((await r.getNextServer(given)).info.token_lists).toEqual([[7, 8, 9]]);
+    for (const q of [text, chat, given]) await r.finishRequest(q);
+    expect(s[0].activeRequests).toBe(0);
+  });
+
+  it('counts prompt tokens as load with use_tokens; load returns to zero on success and failure', async () => {
+    const { s, r } = make({ use_tokens: true }, 2);
+    const a = request({ prompt: tokens(10) });
+    const b = request({ prompt: tokens(20, 9000) });
+    const ra = await r.getNextServer(a);
+    const rb = await r.getNextServer(b);
+    expect(ra.server.activeTokens + rb.server.activeTokens).toBe(30);
+    await r.finishRequest(a, { success: true });
+    await r.finishRequest(b, { success: false });
+    await r.finishRequest(b, { success: false }); // a second finish is a no-op
+    expect(s.map((x) => [x.activeRequests, x.activeTokens])).toEqual([[0, 0], [0, 0]]);
+  });
+
+  it('backfills the routed blocks on success when asked (workers without events)', async () => {
+    const { s, r } = make({ backfill_block_hashes_on_finish: true }, 2);
+    const prompt = tokens(17);
+    const ok = request({ prompt });
+    const { server } = await r.getNextServer(ok);
+    await r.finishRequest(ok, { success: true });
+    expect(server.kvTable().size).toBe(4);
+    const other = s.find((x) => x !== server)!;
+    const failed = request({ prompt: tokens(17, 7000) });
+    const routed = await r.getNextServer(failed, { excludeServer: server.url });
+    expect(routed.server).toBe(other);
+    await r.finishRequest(failed, { success: false });
+    expect(other.kvTable().size).toBe(0);
+    // The next request with that prompt follows the backfilled blocks.
+    expect((await r.getNextServer(request({ prompt }))).server).toBe(server);
+  });
+
+  it('gives no match on a server whose hash algorithm it cannot compute', async () => {
+    const { s, r } = make({}, 2);
+    const prompt = tokens(17);
+    s[0].serverInfo = { kv_cache_hash_algo: 'v2_sha256' };
+    for (const h of blockHashChain(prompt, TPB)) s[0].kvTable('v2_sha256').add(h);
+    cacheBlocks(s[1], prompt, TPB, 1);
+    const { server, info } = await r.getNextServer(request({ prompt }));
+    expect(server.url).toBe(s[1].url);
+    expect(info.matches).toEqual([0, 4]);
+  });
+});
