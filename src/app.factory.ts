@@ -3,6 +3,7 @@ import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fa
 import type { LoggerService, LogLevel, ModuleMetadata } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
+import { mountAdminDocsOnMainApp } from './admin/admin-docs';
 import { AppModule } from './app.module';
 import type { RouterConfig } from './config';
 
@@ -28,6 +29,7 @@ export async function createRouterApp(config: RouterConfig, options: CreateRoute
     adapter,
     { logger: options.logger ?? ['error', 'warn', 'log'], abortOnError: false },
   );
+  await mountAdminDocsOnMainApp(app, config);
   return app;
 }
 

@@ -1,0 +1,21 @@
+import { DynamicModule, Module, type ModuleMetadata } from '@nestjs/common';
+import { ConfigAdminController } from './config-admin.controller';
+import { RoutersAdminController } from './routers-admin.controller';
+import { ServersAdminController } from './servers-admin.controller';
+
+/**
+ * The admin HTTP surface. Its controllers need AdminService and ROUTER_CONFIG, supplied by
+ * the caller: imported from the main app's modules, or as the main app's instances when it
+ * is mounted in the separate admin app.
+ */
+@Module({})
+export class AdminApiModule {
+  static register(deps: Pick<ModuleMetadata, 'imports' | 'providers'>): DynamicModule {
+    return {
+      module: AdminApiModule,
+      imports: deps.imports ?? [],
+      providers: deps.providers ?? [],
+      controllers: [ServersAdminController, RoutersAdminController, ConfigAdminController],
+    };
+  }
+}

@@ -1,0 +1,74 @@
+import { DynamicModule, Inject, Injectable, Logger, Module, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
+import { APP_FILTER, NestFactory } from '@nestjs/core';
+import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
+import { ROUTER_CONFIG, type RouterConfig } from '../config';
+import { OpenAiExceptionFilter } from '../openai/openai-exception.filter';
+import { AdminApiModule } from './admin-api.module';
+import { mountAdminDocs } from './admin-docs';
+import { AdminService } from './admin.service';
+
+/** Root of the separate admin app: the admin API over the main app's own instances. */
+@Module({})
+class AdminAppModule {
+  static forInstances(config: RouterConfig, admin: AdminService): DynamicModule {
+    return {
+      module: AdminAppModule,
+      imports: [
+        AdminApiModule.register({
+          providers: [
+            { provide: ROUTER_CONFIG, useValue: config },
+            { provide: AdminService, useValue: admin },
+          ],
+        }),
+      ],
+      providers: [{ provide: APP_FILTER, useClass: OpenAiExceptionFilter }],
+    };
+  }
+}
+
+const ADMIN_BODY_LIMIT = 1024 * 1024;
+
+/**
+ * Serves the admin API on `admin.host:admin.port` as a second, small Nest app that shares
+ * the main app's AdminService (and through it the registry and routers). It starts once the
+ * main app is bootstrapped and closes first on shutdown, so no admin change lands mid-drain.
+ */
+@Injectable()
+export class AdminPortHost implements OnApplicationBootstrap, OnModuleDestroy {
+  private readonly logger = new Logger('Admin');
+  private app?: NestFastifyApplication;
+  private boundUrl?: string;
+
+  constructor(
+    @Inject(ROUTER_CONFIG) private readonly config: RouterConfig,
+    private readonly admin: AdminService,
+  ) {}
+
+  /** `http://host:port` once listening. */
+  get url(): string | undefined {
+    return this.boundUrl;
+  }
+
+  async onApplicationBootstrap(): Promise<void> {
+    const { host, port = 0 } = this.config.admin;
+    // No logger option: the admin app shares the main app's logger settings.
+    const app = await NestFactory.create<NestFastifyApplication>(
+      AdminAppModule.forInstances(this.config, this.admin),
+      new FastifyAdapter({ bodyLimit: ADMIN_BODY_LIMIT }),
+      { abortOnError: false },
+    );
+    this.app = app;
+    await mountAdminDocs(app);
+    await app.listen(port, host);
+    const address = app.getHttpServer().address();
+    const boundPort = typeof address === 'object' && address ? address.port : port;
+    this.boundUrl = `http://${host.includes(':') ? `[${host}]` : host}:${boundPort}`;
+    this.logger.log(`admin API listening on ${this.boundUrl}`);
+  }
+
+  async onModuleDestroy(): Promise<void> {
+    const app = this.app;
+    this.app = undefined;
+    await app?.close();
+  }
+}

@@ -1,0 +1,19 @@
+import { Controller, Get } from '@nestjs/common';
+import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { AdminService } from './admin.service';
+import { EffectiveConfigDto } from './admin-dtos';
+import { AdminEndpoint } from './admin-endpoint.decorator';
+
+@ApiTags('config')
+@AdminEndpoint()
+@Controller('admin/v1/config')
+export class ConfigAdminController {
+  constructor(private readonly admin: AdminService) {}
+
+  @Get()
+  @ApiOperation({ summary: 'Effective config (secrets redacted) and the admin changes made since start' })
+  @ApiOkResponse({ type: EffectiveConfigDto })
+  get(): Record<string, unknown> {
+    return this.admin.effectiveConfig();
+  }
+}
