@@ -184,12 +184,15 @@ export class SimWorker {
 
   /** Closes the server, destroys open sockets (hanging requests included) and clears timers. */
   close(): Promise<void> {
-    this.closing ??= new Promise<void>((resolve) => {
+    this.closing ??= (async () => {
       for (const scope of [...this.scopes]) scope.finish();
-      this.server.close(() => resolve());
+      const serverClosed = new Promise<void>((resolve) => this.server.close(() => resolve()));
+      const socketsClosed = [...this.sockets].map(
+        (s) => new Promise<void>((resolve) => (s.destroyed && !this.sockets.has(s) ? resolve() : s.once('close', () => resolve()))),
+      );
       for (const s of this.sockets) s.destroy();
-      this.server.closeAllConnections?.();
-    });
+      await Promise.all([serverClosed, ...socketsClosed]);
+    })();
     return this.closing;
   }
 
@@ -448,8 +451,8 @@ export class SimWorker {
       const events = plan.steps!.flat();
       res.writeHead(200, SSE_HEADERS);
       if (truncated) {
-        res.write(events.slice(0, Math.max(1, Math.floor(events.length / 2))).join(''));
-        req.socket.destroy();
+        // Destroy only once the partial stream is flushed, so the client sees it cut short.
+        res.write(events.slice(0, Math.max(1, Math.floor(events.length / 2))).join(''), () => req.socket.destroy());
         return;
       }
       res.end(events.join(''));
@@ -493,8 +496,7 @@ export class SimWorker {
 
   private truncateBody(req: http.IncomingMessage, res: http.ServerResponse, body: string): void {
     res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });
-    res.write(body.slice(0, Math.floor(body.length / 2)));
-    req.socket.destroy();
+    res.write(body.slice(0, Math.floor(body.length / 2)), () => req.socket.destroy());
   }
 
   private completed(plan: Plan): void {
