@@ -1,11 +1,9 @@
 import { DynamicModule, Module, type ModuleMetadata } from '@nestjs/common';
 import { AdminModule } from './admin/admin.module';
-import { AdmissionModule } from './admission/admission.module';
 import { RouterConfigModule, type RouterConfig } from './config';
 import { DisaggModule } from './disagg/disagg.module';
 import { ServerDiscoveryModule } from './discovery/server-discovery.module';
 import { HttpSessionModule } from './http-session';
-import { LifecycleModule } from './lifecycle/lifecycle.module';
 import { OpenAiModule } from './openai/openai.module';
 import { RoutingModule } from './routing';
 import { ServersModule } from './servers';
@@ -24,9 +22,6 @@ export class AppModule {
       imports: [
         RouterConfigModule.forRoot({ config: options.config }),
         HttpSessionModule.forRoot(),
-        // First among the interceptors: a request refused for shutdown never queues for admission.
-        LifecycleModule,
-        AdmissionModule,
         ServersModule,
         RoutingModule,
         DisaggModule,
