@@ -86,12 +86,12 @@ export class DisaggService {
   private async run(flow: Flow, body: Record<string, unknown>, disaggId: number): Promise<number> {
     if (this.aggregated) {
       flow.done.mode = 'aggregated';
-      return this.generate(flow, JSON.stringify(body), undefined, []);
+      return this.generate(flow, () => JSON.stringify(withTokenIds(flow.kind, body, flow.routing.tokenIds)), undefined, []);
     }
     const reserved = await this.conditionalReservation(flow);
     if (reserved?.skipContext) {
       flow.done.mode = 'local_prefill';
-      return this.generate(flow, JSON.stringify(stripContextOnly(body)), undefined, [], reserved.routed);
+      return this.generate(flow, JSON.stringify(withTokenIds(flow.kind, stripContextOnly(body), flow.routing.tokenIds)), undefined, [], reserved.routed);
     }
     const ctx = await this.contextPhase(flow, body, disaggId, reserved?.routed);
     if (ctx.status !== 200) {
@@ -132,8 +132,9 @@ export class DisaggService {
     reservedGen: RouteResultWithRouter | undefined,
   ): Promise<{ status: number; text: string; json: Record<string, unknown>; server: string }> {
     const conversationId = (body.disaggregated_params as Record<string, unknown> | undefined)?.conversation_id;
-    const ctxBody = JSON.stringify({
-      ...body,
+    // Built once the context router picked: a KV-aware router may have tokenized the prompt.
+    const ctxBody = (): string => JSON.stringify({
+      ...withTokenIds(flow.kind, body, flow.routing.tokenIds),
       stream: false,
       stream_options: null,
       disaggregated_params: {
@@ -179,7 +180,7 @@ export class DisaggService {
   /** The generation phase (or the whole request in aggregated mode); streams to the client. */
   private async generate(
     flow: Flow,
-    genBody: string,
+    genBody: string | (() => string),
     ctxUsage: ContextUsage | undefined,
     exclude: string[],
     reserved?: RouteResultWithRouter,
@@ -295,7 +296,7 @@ export class DisaggService {
   private async send(
     flow: Flow,
     role: ServerRole,
-    body: string,
+    body: string | (() => string),
     exclude: string[],
     timeoutMs: number,
     stream: boolean,
@@ -331,7 +332,7 @@ export class DisaggService {
           path: PATHS[flow.kind],
           method: 'POST',
           headers,
-          body,
+          body: typeof body === 'string' ? body : body(),
           signal: flow.channel.signal,
           headersTimeoutMs: timeoutMs,
           bodyTimeoutMs: stream ? (this.config.timeouts.stream_idle_s ?? 0) * 1000 : timeoutMs,
@@ -434,6 +435,12 @@ function buildGenerationBody(
     else gen.prompt_token_ids = ids;
   }
   return gen;
+}
+
+/** The prompt as the token ids a router computed, so workers skip tokenizing it again. */
+function withTokenIds(kind: RequestKind, body: Record<string, unknown>, ids: number[] | undefined): Record<string, unknown> {
+  if (!ids) return body;
+  return kind === 'completion' ? { ...body, prompt: ids } : { ...body, prompt_token_ids: ids };
 }
 
 /** A client's own disaggregated_params must not reach a server doing the whole request. */

@@ -31,6 +31,11 @@ export class KvBlockTable {
     this.blocks.clear();
   }
 
+  /** The hashes held, in no particular order (admin state, tests). */
+  keys(): IterableIterator<BlockKey> {
+    return this.blocks.keys();
+  }
+
   /** Number of leading hashes of the chain present in the table (a prefix match). */
   matchPrefix(chain: readonly BlockKey[]): number {
     let n = 0;
