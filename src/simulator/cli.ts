@@ -130,4 +130,5 @@ async function main(): Promise<void> {
   process.on('SIGTERM', () => stop('SIGTERM'));
 }
 
-if (require.main === module) void main();
+// Run only as the entry point (compiled CommonJS); importing it, e.g. from tests, has no effect.
+if (typeof require !== 'undefined' && typeof module !== 'undefined' && require.main === module) void main();

@@ -1,0 +1,21 @@
+import { describe, expect, it } from '@jest/globals';
+import { parseCliArgs } from '../../src/simulator/cli';
+
+describe('simulator CLI arguments', () => {
+  it('parses the documented flags', () => {
+    expect(
+      parseCliArgs(['--role', 'context', '--port', '8001', '--count', '2', '--latency', 'demo', '--kv-blocks', '100', '--tokens-per-block', '16']),
+    ).toMatchObject({ role: 'context', port: 8001, count: 2, latency: 'demo', kvBlocks: 100, tokensPerBlock: 16, ctxCheck: 'blind' });
+    expect(parseCliArgs(['--decode-ms-per-token', '5', '--max-batch-size', '8']).latencyOverrides).toEqual({
+      decodeMsPerToken: 5,
+      maxBatchSize: 8,
+    });
+  });
+
+  it('refuses unknown flags and bad values', () => {
+    expect(() => parseCliArgs(['--role', 'router'])).toThrow(/--role/);
+    expect(() => parseCliArgs(['--latency', 'fast'])).toThrow(/--latency/);
+    expect(() => parseCliArgs(['--port'])).toThrow(/needs a value/);
+    expect(() => parseCliArgs(['--frobnicate'])).toThrow(/unknown option/);
+  });
+});
