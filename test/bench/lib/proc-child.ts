@@ -1,0 +1,47 @@
+/**
+ * The child side of a benchmarked process: tells the runner its port, answers CPU/RSS
+ * samples, and exits cleanly on request (so `--cpu-prof` gets written).
+ */
+export interface ProcStats {
+  cpuUserUs: number;
+  cpuSystemUs: number;
+  rssBytes: number;
+}
+
+export type ChildMessage = { type: 'ready'; port: number; ports?: number[] } | { type: 'stats'; stats: ProcStats } | { type: 'error'; message: string };
+export type ParentMessage = { type: 'stats' } | { type: 'stop' };
+
+export function serveChild(ports: number[], stop: () => Promise<void>): void {
+  const send = (m: ChildMessage): void => {
+    process.send?.(m);
+  };
+  process.on('message', (m: ParentMessage) => {
+    if (m.type === 'stats') {
+      const cpu = process.cpuUsage();
+      send({ type: 'stats', stats: { cpuUserUs: cpu.user, cpuSystemUs: cpu.system, rssBytes: process.memoryUsage.rss() } });
+    } else if (m.type === 'stop') {
+      const timer = setTimeout(() => process.exit(0), 3000);
+      void stop().finally(() => {
+        clearTimeout(timer);
+        process.exit(0);
+      });
+    }
+  });
+  // The runner going away takes its children with it.
+  process.on('disconnect', () => process.exit(0));
+  send({ type: 'ready', port: ports[0], ports });
+}
+
+export function failChild(err: unknown): void {
+  const message = (err as Error)?.stack ?? String(err);
+  process.send?.({ type: 'error', message } satisfies ChildMessage);
+  process.stderr.write(`${message}\n`);
+  setTimeout(() => process.exit(1), 100);
+}
+
+/** `--key=value` arguments of a child. */
+export function argOf(name: string, fallback = ''): string {
+  const prefix = `--${name}=`;
+  const arg = process.argv.find((a) => a.startsWith(prefix));
+  return arg ? arg.slice(prefix.length) : fallback;
+}

@@ -1,0 +1,75 @@
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { contextAnswer, generationAnswer, streamEvents } from '../lib/payloads';
+import { argOf, failChild, serveChild } from '../lib/proc-child';
+
+/**
+ * Near-zero-cost fake workers: one port answering as a context server, one as a generation
+ * server, from precomputed buffers. Stream chunks go out one per event-loop turn, as a
+ * decoding worker's would, so the router sees them as separate reads.
+ */
+const ctxBuf = Buffer.from(contextAnswer);
+const genBuf = Buffer.from(generationAnswer);
+const events = streamEvents();
+const STREAM_MARK = Buffer.from('"stream":true');
+
+function readBody(req: IncomingMessage, done: (body: Buffer) => void): void {
+  const chunks: Buffer[] = [];
+  req.on('data', (c: Buffer) => chunks.push(c));
+  req.on('end', () => done(chunks.length === 1 ? chunks[0] : Buffer.concat(chunks)));
+}
+
+function common(req: IncomingMessage, res: ServerResponse): boolean {
+  const url = req.url ?? '/';
+  if (url === '/health') {
+    res.writeHead(200, { 'content-length': 0 }).end();
+    return true;
+  }
+  if (url === '/server_info' || url === '/kv_cache_events' || url === '/v1/models') {
+    const body = url === '/kv_cache_events' ? '[]' : url === '/v1/models' ? '{"object":"list","data":[]}' : '{}';
+    res.writeHead(200, { 'content-type': 'application/json', 'content-length': body.length }).end(body);
+    return true;
+  }
+  return false;
+}
+
+function sendJson(res: ServerResponse, buf: Buffer): void {
+  res.writeHead(200, { 'content-type': 'application/json', 'content-length': buf.length });
+  res.end(buf);
+}
+
+function sendStream(res: ServerResponse): void {
+  res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
+  let i = 0;
+  const next = (): void => {
+    if (res.destroyed) return;
+    if (i === events.length - 1) {
+      res.end(events[i]);
+      return;
+    }
+    res.write(events[i++]);
+    setImmediate(next);
+  };
+  next();
+}
+
+async function listen(handler: (req: IncomingMessage, res: ServerResponse) => void, port: number): Promise<number> {
+  const server = createServer({ keepAliveTimeout: 120_000 }, handler);
+  server.maxRequestsPerSocket = 0;
+  await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
+  return (server.address() as AddressInfo).port;
+}
+
+async function main(): Promise<void> {
+  const ctxPort = await listen((req, res) => {
+    if (common(req, res)) return;
+    readBody(req, () => sendJson(res, ctxBuf));
+  }, Number(argOf('ctx-port', '0')));
+  const genPort = await listen((req, res) => {
+    if (common(req, res)) return;
+    readBody(req, (body) => (body.includes(STREAM_MARK) ? sendStream(res) : sendJson(res, genBuf)));
+  }, Number(argOf('gen-port', '0')));
+  serveChild([ctxPort, genPort], async () => undefined);
+}
+
+main().catch(failChild);

@@ -1,0 +1,261 @@
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { STREAM_CHUNKS, completionBody, tokenIdBody } from './lib/payloads';
+import { pickDriver, runLoad } from './lib/load';
+import { hasNginx, startNginx } from './lib/nginx';
+import { hasTaskset, LOAD_CPU, PROXY_CPU, startProc, type BenchProc } from './lib/procs';
+import { markdownTable, median, type PointResult, type RowResult } from './lib/report';
+import { summarizeProfile } from './lib/cpuprofile';
+import { TRANSPORTS } from './lib/transports';
+
+/**
+ * `npm run bench [-- --only=main,latency,platform,transport --seconds=4 --rounds=2
+ * --connections=32 --driver=autocannon --profile]`
+ *
+ * Every figure is compared within one run: rows of a table are measured alternating (the
+ * order reversed every other round) and the median over rounds is kept. The measured proxy
+ * runs alone on cpu0; the load driver and the fake workers share cpu1.
+ */
+const args = new Map(process.argv.slice(2).map((a) => {
+  const [k, v] = a.replace(/^--/, '').split('=');
+  return [k, v ?? 'true'] as const;
+}));
+const SECONDS = Number(args.get('seconds') ?? 4);
+const WARMUP_S = 1;
+const ROUNDS = Number(args.get('rounds') ?? 2);
+const CONNS = Number(args.get('connections') ?? 32);
+const ONLY = new Set((args.get('only') ?? 'main,latency,platform,transport').split(','));
+const PROFILE = args.has('profile');
+
+const root = process.cwd();
+const outDir = resolve(root, 'bench-results');
+const logDir = join(outDir, 'logs');
+mkdirSync(logDir, { recursive: true });
+const bin = (p: string): string => join(root, 'dist-bench/test/bench', p);
+const driver = pickDriver(args.get('driver'));
+
+interface RowDef {
+  row: string;
+  target: string;
+  body: string;
+  stream: boolean;
+  connections: number;
+  /** Ratio label -> the row it is compared with. */
+  vs?: Record<string, string>;
+}
+
+interface TableDef {
+  name: string;
+  title: string;
+  rows: RowDef[];
+}
+
+type Starter = (up: BenchProc) => Promise<BenchProc>;
+
+function routerConfig(up: BenchProc, policy: string): string {
+  const [ctxPort, genPort] = up.ports;
+  const router = { type: policy };
+  return JSON.stringify({
+    hostname: '127.0.0.1',
+    port: 0,
+    context_servers: { urls: [`127.0.0.1:${ctxPort}`], router },
+    generation_servers: { urls: [`127.0.0.1:${genPort}`], router },
+    health: { startup_wait_s: 0 },
+  });
+}
+
+const upstreamArgs = (up: BenchProc): string[] => [`--ctx=http://127.0.0.1:${up.ports[0]}`, `--gen=http://127.0.0.1:${up.ports[1]}`];
+const profileArgs = (name: string): string[] => (PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${join(outDir, 'profiles')}`, `--cpu-prof-name=${name}.cpuprofile`] : []);
+
+const starters: Record<string, Starter> = {
+  bare: (up) => startProc({ name: 'bare', script: bin('procs/bare-proxy.js'), args: [...upstreamArgs(up), '--transport=undici-pool'], cpus: PROXY_CPU, logDir }),
+  'router-rr': (up) => startProc({ name: 'router-rr', script: bin('procs/router.js'), args: [`--config=${routerConfig(up, 'round_robin')}`], cpus: PROXY_CPU, logDir, execArgv: profileArgs('router-rr') }),
+  'router-kv': (up) => startProc({ name: 'router-kv', script: bin('procs/router.js'), args: [`--config=${routerConfig(up, 'kv_cache_aware')}`], cpus: PROXY_CPU, logDir, execArgv: profileArgs('router-kv') }),
+  'nest-fastify': (up) => startProc({ name: 'nest-fastify', script: bin('procs/nest-proxy.js'), args: [...upstreamArgs(up), '--platform=fastify'], cpus: PROXY_CPU, logDir }),
+  'nest-express': (up) => startProc({ name: 'nest-express', script: bin('procs/nest-proxy.js'), args: [...upstreamArgs(up), '--platform=express'], cpus: PROXY_CPU, logDir }),
+  nginx: (up) => startNginx(up.ports[1], outDir, PROXY_CPU),
+};
+for (const t of TRANSPORTS) {
+  starters[`t-${t}`] = (up) => startProc({ name: `t-${t}`, script: bin('procs/bare-proxy.js'), args: [...upstreamArgs(up), `--transport=${t}`], cpus: PROXY_CPU, logDir });
+}
+
+const plain = completionBody(false);
+const streamed = completionBody(true);
+const tokens2k = tokenIdBody(false);
+
+function tables(): TableDef[] {
+  const c = CONNS;
+  const all: TableDef[] = [
+    {
+      name: 'main',
+      title: `Two-hop proxy job, ${c} connections (stream rows: ${STREAM_CHUNKS} chunks + usage + [DONE])`,
+      rows: [
+        { row: 'direct (one worker, no proxy)', target: 'direct', body: plain, stream: false, connections: c },
+        { row: 'direct, stream', target: 'direct', body: streamed, stream: true, connections: c },
+        ...(hasNginx() ? [{ row: 'nginx, 1 hop', target: 'nginx', body: plain, stream: false, connections: c, vs: { direct: 'direct (one worker, no proxy)' } }] : []),
+        { row: 'bare node:http+undici, 2 hops', target: 'bare', body: plain, stream: false, connections: c, vs: { direct: 'direct (one worker, no proxy)' } },
+        { row: 'bare, 2 hops, stream', target: 'bare', body: streamed, stream: true, connections: c, vs: { direct: 'direct, stream' } },
+        { row: 'disagg-router round_robin', target: 'router-rr', body: plain, stream: false, connections: c, vs: { bare: 'bare node:http+undici, 2 hops', direct: 'direct (one worker, no proxy)' } },
+        { row: 'disagg-router round_robin, stream', target: 'router-rr', body: streamed, stream: true, connections: c, vs: { bare: 'bare, 2 hops, stream', direct: 'direct, stream' } },
+        { row: 'bare, 2 hops, 2k token ids', target: 'bare', body: tokens2k, stream: false, connections: c },
+        { row: 'disagg-router round_robin, 2k token ids', target: 'router-rr', body: tokens2k, stream: false, connections: c, vs: { bare: 'bare, 2 hops, 2k token ids' } },
+        { row: 'disagg-router kv_cache_aware, 2k token ids', target: 'router-kv', body: tokens2k, stream: false, connections: c, vs: { bare: 'bare, 2 hops, 2k token ids' } },
+      ],
+    },
+    {
+      name: 'latency',
+      title: 'Latency without queueing: 1 connection',
+      rows: [
+        { row: 'direct', target: 'direct', body: plain, stream: false, connections: 1 },
+        { row: 'bare, 2 hops', target: 'bare', body: plain, stream: false, connections: 1, vs: { direct: 'direct' } },
+        { row: 'disagg-router round_robin', target: 'router-rr', body: plain, stream: false, connections: 1, vs: { bare: 'bare, 2 hops', direct: 'direct' } },
+      ],
+    },
+    {
+      name: 'platform',
+      title: `HTTP platform: minimal Nest two-hop proxy (undici Pool), ${c} connections`,
+      rows: [
+        { row: 'bare node:http', target: 'bare', body: plain, stream: false, connections: c },
+        { row: 'Nest + Fastify', target: 'nest-fastify', body: plain, stream: false, connections: c, vs: { bare: 'bare node:http' } },
+        { row: 'Nest + Express', target: 'nest-express', body: plain, stream: false, connections: c, vs: { bare: 'bare node:http', fastify: 'Nest + Fastify' } },
+      ],
+    },
+    {
+      name: 'transport',
+      title: `Session transport: node:http two-hop proxy, ${c} connections`,
+      rows: TRANSPORTS.map((t) => ({ row: t, target: `t-${t}`, body: plain, stream: false, connections: c, ...(t === 'undici-pool' ? {} : { vs: { 'undici-pool': 'undici-pool' } }) })),
+    },
+  ];
+  if (PROFILE) {
+    return [{ name: 'profile', title: 'Profile run (router under --cpu-prof)', rows: all[0].rows.filter((r) => r.target === 'router-rr' && r.body !== tokens2k) }];
+  }
+  return all.filter((t) => ONLY.has(t.name));
+}
+
+async function measure(def: RowDef, url: string, target: BenchProc | undefined, up: BenchProc): Promise<PointResult> {
+  const load = { url, body: def.body, connections: def.connections };
+  const ctx = { workDir: outDir, autocannonScript: bin('procs/autocannon-driver.js') };
+  await runLoad(driver, { ...load, seconds: WARMUP_S }, ctx);
+  const [before, upBefore] = await Promise.all([target?.stats(), up.stats()]);
+  const r = await runLoad(driver, { ...load, seconds: SECONDS }, ctx);
+  const [after, upAfter] = await Promise.all([target?.stats(), up.stats()]);
+  const cpu = (a: typeof before, b: typeof before): number => (a && b ? b.cpuUserUs + b.cpuSystemUs - a.cpuUserUs - a.cpuSystemUs : 0);
+  return {
+    ...r,
+    cpuPerReqUs: target ? cpu(before, after) / Math.max(1, r.requests) : null,
+    rssMb: after ? after.rssBytes / 2 ** 20 : null,
+    upstreamCpuPerReqUs: cpu(upBefore, upAfter) / Math.max(1, r.requests),
+  };
+}
+
+async function runTable(t: TableDef, up: BenchProc): Promise<RowResult[]> {
+  const procs = new Map<string, BenchProc>();
+  const skipped = new Map<string, string>();
+  for (const key of new Set(t.rows.map((r) => r.target))) {
+    if (key === 'direct') continue;
+    try {
+      procs.set(key, await starters[key](up));
+    } catch (err) {
+      const msg = (err as Error).message;
+      skipped.set(key, /unknown routing policy/.test(msg) ? 'policy not registered' : msg.slice(0, 120));
+      process.stdout.write(`  skip ${key}: ${skipped.get(key)}\n`);
+    }
+  }
+  const rows = t.rows.filter((r) => !skipped.has(r.target));
+  const points = new Map<string, PointResult[]>(rows.map((r) => [r.row, []]));
+  try {
+    for (let round = 0; round < ROUNDS; round++) {
+      const order = round % 2 ? [...rows].reverse() : rows;
+      for (const def of order) {
+        const target = procs.get(def.target);
+        const port = target ? target.ports[0] : up.ports[1];
+        const p = await measure(def, `http://127.0.0.1:${port}/v1/completions`, target, up);
+        points.get(def.row)!.push(p);
+        process.stdout.write(`  [${t.name} r${round + 1}] ${def.row}: ${p.rps.toFixed(0)} req/s p50 ${p.p50Ms.toFixed(2)} ms cpu/req ${p.cpuPerReqUs?.toFixed(0) ?? '-'} us${p.errors + p.non2xx ? ` ERRORS ${p.errors}/${p.non2xx}` : ''}\n`);
+      }
+    }
+  } finally {
+    await Promise.all([...procs.values()].map((p) => p.stop()));
+  }
+  const results: RowResult[] = rows.map((def) => {
+    const ps = points.get(def.row)!;
+    const cpus = ps.map((p) => p.cpuPerReqUs).filter((x): x is number => x !== null);
+    return {
+      table: t.name,
+      row: def.row,
+      connections: def.connections,
+      stream: def.stream,
+      rounds: ps,
+      rps: median(ps.map((p) => p.rps)),
+      p50Ms: median(ps.map((p) => p.p50Ms)),
+      p99Ms: median(ps.map((p) => p.p99Ms)),
+      cpuPerReqUs: cpus.length ? median(cpus) : null,
+      rssMb: ps.at(-1)?.rssMb ?? null,
+      errors: ps.reduce((n, p) => n + p.errors + p.non2xx, 0),
+      vs: {},
+    };
+  });
+  const byRow = new Map(results.map((r) => [r.row, r]));
+  for (const def of rows) {
+    for (const [label, other] of Object.entries(def.vs ?? {})) {
+      const a = byRow.get(def.row)!;
+      const b = byRow.get(other);
+      if (!b) continue;
+      a.vs[label] = { rps: a.rps / b.rps, cpu: a.cpuPerReqUs !== null && b.cpuPerReqUs ? a.cpuPerReqUs / b.cpuPerReqUs : null };
+    }
+  }
+  return results;
+}
+
+function targets(all: RowResult[]): string[] {
+  const get = (table: string, row: string): RowResult | undefined => all.find((r) => r.table === table && r.row === row);
+  const lines: string[] = [];
+  const rr = get('main', 'disagg-router round_robin');
+  const rrs = get('main', 'disagg-router round_robin, stream');
+  const direct = get('main', 'direct (one worker, no proxy)');
+  if (rr?.vs.bare) lines.push(`- non-streaming throughput vs bare two-hop: ${(rr.vs.bare.rps * 100).toFixed(0)}% (target >= 80%) ${rr.vs.bare.rps >= 0.8 ? 'MET' : 'MISSED'}`);
+  if (rrs?.vs.bare) lines.push(`- streaming chunk throughput vs bare two-hop: ${(rrs.vs.bare.rps * 100).toFixed(0)}% = ${(rrs.rps * (STREAM_CHUNKS + 2)).toFixed(0)} vs ${((rrs.rps / rrs.vs.bare.rps) * (STREAM_CHUNKS + 2)).toFixed(0)} events/s (target >= 80%) ${rrs.vs.bare.rps >= 0.8 ? 'MET' : 'MISSED'}`);
+  if (rr && direct) lines.push(`- added p50 over direct at ${rr.connections} connections: ${(rr.p50Ms - direct.p50Ms).toFixed(2)} ms (target < 1 ms) ${rr.p50Ms - direct.p50Ms < 1 ? 'MET' : 'MISSED'}`);
+  const lr = get('latency', 'disagg-router round_robin');
+  const ld = get('latency', 'direct');
+  const lb = get('latency', 'bare, 2 hops');
+  if (lr && ld) lines.push(`- added p50 over direct at 1 connection: ${(lr.p50Ms - ld.p50Ms).toFixed(2)} ms${lb ? ` (bare two-hop: ${(lb.p50Ms - ld.p50Ms).toFixed(2)} ms)` : ''}`);
+  return lines;
+}
+
+async function main(): Promise<void> {
+  const started = new Date();
+  process.stdout.write(`disagg-router bench: driver ${driver}, ${SECONDS}s x ${ROUNDS} rounds per row, taskset ${hasTaskset() ? `proxy cpu${PROXY_CPU}, load+workers cpu${LOAD_CPU}` : 'unavailable'}\n`);
+  const up = await startProc({ name: 'upstream', script: bin('procs/static-upstream.js'), cpus: LOAD_CPU, logDir });
+  const all: RowResult[] = [];
+  const md: string[] = [`# disagg-router bench, ${started.toISOString()}`, '', `driver ${driver}, ${SECONDS} s per point after ${WARMUP_S} s warm-up, median of ${ROUNDS} alternating rounds; cpu/req = the proxy process' user+sys CPU per request; ratios: req/s (cpu/req) against the named row of the same run.`, ''];
+  try {
+    for (const t of tables()) {
+      process.stdout.write(`${t.title}\n`);
+      const rows = await runTable(t, up);
+      all.push(...rows);
+      md.push(markdownTable(t.title, rows), '');
+    }
+  } finally {
+    await up.stop();
+  }
+  const goals = targets(all);
+  if (goals.length) md.push('### Targets', '', ...goals, '');
+  if (PROFILE) {
+    for (const name of ['router-rr']) {
+      const file = join(outDir, 'profiles', `${name}.cpuprofile`);
+      md.push(`### Profile ${name} (top self time)`, '', '```', summarizeProfile(file, 30), '```', '');
+    }
+  }
+  const stamp = started.toISOString().replace(/[:.]/g, '-');
+  const json = JSON.stringify({ started: started.toISOString(), driver, seconds: SECONDS, rounds: ROUNDS, node: process.version, rows: all }, null, 2);
+  writeFileSync(join(outDir, `bench-${stamp}.json`), json);
+  writeFileSync(join(outDir, 'latest.json'), json);
+  writeFileSync(join(outDir, 'latest.md'), md.join('\n'));
+  process.stdout.write(`\n${md.join('\n')}\nwritten: bench-results/latest.md, bench-results/latest.json\n`);
+}
+
+main().catch((err: unknown) => {
+  process.stderr.write(`bench failed: ${(err as Error).stack ?? String(err)}\n`);
+  process.exit(1);
+});
