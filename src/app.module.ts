@@ -4,6 +4,7 @@ import { RouterConfigModule, type RouterConfig } from './config';
 import { DisaggModule } from './disagg/disagg.module';
 import { ServerDiscoveryModule } from './discovery/server-discovery.module';
 import { HttpSessionModule } from './http-session';
+import { HealthModule } from './health';
 import { OpenAiModule } from './openai/openai.module';
 import { RoutingModule } from './routing';
 import { ServersModule } from './servers';
@@ -26,6 +27,7 @@ export class AppModule {
         RoutingModule,
         DisaggModule,
         OpenAiModule,
+        HealthModule,
         ServerDiscoveryModule,
         AdminModule.forRoot(options.config),
         ...(options.imports ?? []),

@@ -30,6 +30,8 @@ const metadataServerSchema = z.looseObject({
   health_check_timeout: z.number().positive().default(5),
   refresh_interval: z.number().positive().default(10),
   key_prefix: z.string().default('trtllm/'),
+  /** Delete the key of a server found unreachable (as trtllm-serve does); it registers again when it restarts. */
+  remove_dead_keys: z.boolean().default(true),
 });
 
 const httpSessionSchema = z.strictObject({
@@ -66,6 +68,16 @@ const healthSchema = z.strictObject({
   failure_threshold: positiveInt.default(2),
   /** How long startup waits for the configured servers to be ready (0: do not wait). */
   startup_wait_s: nonNegative.default(30),
+  /** A refused connection on a real request takes the server out of rotation at once. */
+  eject_on_connect_failure: z.boolean().default(true),
+  /** Consecutive failed requests (5xx, reset, timeout) open a server's breaker for a cool-down. */
+  circuit_breaker: z
+    .strictObject({
+      enabled: z.boolean().default(true),
+      failure_threshold: positiveInt.default(5),
+      cooldown_s: z.number().positive().default(10),
+    })
+    .default(() => ({ enabled: true, failure_threshold: 5, cooldown_s: 10 })),
 });
 
 const adminSchema = z.strictObject({

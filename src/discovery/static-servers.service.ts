@@ -1,23 +1,29 @@
 import { Inject, Injectable, OnApplicationBootstrap } from '@nestjs/common';
 import { ROUTER_CONFIG, SERVER_ROLES, type RouterConfig } from '../config';
+import { ServerPreparer } from '../health';
 import { ServerRegistry } from '../servers';
 
-/** Registers the url lists of the config file (when no metadata server replaces them). */
+/**
+ * Registers the url lists of the config file (when no metadata server replaces them). They
+ * start in `preparing`; the preparer makes them `ready` once they answer. Startup awaits the
+ * first attempt (bounded by health.timeout_s), so workers that are up take traffic from the
+ * first request; the ones that are not are retried in the background while the router serves.
+ */
 @Injectable()
 export class StaticServersService implements OnApplicationBootstrap {
   constructor(
     @Inject(ROUTER_CONFIG) private readonly config: RouterConfig,
     private readonly registry: ServerRegistry,
+    private readonly preparer: ServerPreparer,
   ) {}
 
-  onApplicationBootstrap(): void {
+  async onApplicationBootstrap(): Promise<void> {
     if (this.config.metadata_server_config) return;
+    const added = [];
     for (const role of SERVER_ROLES) {
       const pool = role === 'context' ? this.config.context_servers : this.config.generation_servers;
-      for (const url of pool?.urls ?? []) {
-        const server = this.registry.add({ url, role, source: 'config' });
-        this.registry.setStatus(server, 'ready');
-      }
+      for (const url of pool?.urls ?? []) added.push(this.registry.add({ url, role, source: 'config' }));
     }
+    await Promise.all(added.map((server) => this.preparer.prepare(server)));
   }
 }

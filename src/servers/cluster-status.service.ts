@@ -17,12 +17,19 @@ export type ReadinessGate = () => Readiness;
 @Injectable()
 export class ClusterStatus {
   private readonly gates = new Set<ReadinessGate>();
+  private readonly infoSections = new Map<string, () => unknown>();
 
   constructor(private readonly servers: ServerRegistry) {}
 
   addGate(gate: ReadinessGate): () => void {
     this.gates.add(gate);
     return () => this.gates.delete(gate);
+  }
+
+  /** A top-level /cluster_info field another module owns (e.g. `metadata_server`). */
+  addInfoSection(name: string, section: () => unknown): () => void {
+    this.infoSections.set(name, section);
+    return () => this.infoSections.delete(name);
   }
 
   readiness(): Readiness {
@@ -42,8 +49,16 @@ export class ClusterStatus {
     const info: Record<string, unknown> = { is_ready: readiness.ready };
     if (readiness.reason) info.reason = readiness.reason;
     for (const role of SERVER_ROLES) {
-      info[`${role}_servers`] = this.servers.list(role).map((s) => ({ url: s.url, state: s.status, source: s.source, active_requests: s.activeRequests }));
+      info[`${role}_servers`] = this.servers.list(role).map((s) => ({
+        url: s.url,
+        state: s.status,
+        source: s.source,
+        active_requests: s.activeRequests,
+        ...(s.ejection ? { ejected_for: s.ejection.reason } : {}),
+        ...(s.circuit && s.circuit.state !== 'closed' ? { circuit: s.circuit.state } : {}),
+      }));
     }
+    for (const [name, section] of this.infoSections) info[name] = section();
     return info;
   }
 }

@@ -19,6 +19,23 @@ export interface HealthResult {
   error?: string;
 }
 
+export type CircuitState = 'closed' | 'open' | 'half_open';
+
+/** Why a server is out of rotation, as the health module saw it. */
+export interface EjectionInfo {
+  reason: 'health_check' | 'connect_failed' | 'circuit_open';
+  since: number;
+  detail?: string;
+}
+
+/** A server's circuit breaker, as the health module keeps it. */
+export interface CircuitInfo {
+  state: CircuitState;
+  consecutive_failures: number;
+  /** Epoch ms when an open breaker lets a health check readmit the server. */
+  open_until?: number;
+}
+
 /** The hash algorithm a worker uses when its /server_info does not say. */
 export const DEFAULT_KV_HASH_ALGO = 'v1_block_key';
 
@@ -39,6 +56,9 @@ export class ServerState {
   serverInfo?: Record<string, unknown>;
   lastHealth?: HealthResult;
   consecutiveHealthFailures = 0;
+  /** Set by the health module while it keeps the server out of rotation. */
+  ejection?: EjectionInfo;
+  circuit?: CircuitInfo;
   /** Block tables per hash algorithm, filled from the worker's KV cache events. */
   readonly kvTables = new Map<string, KvBlockTable>();
 
@@ -130,6 +150,8 @@ export class ServerState {
       active_tokens: this.activeTokens,
       kv_blocks_known: this.kvBlocksKnown,
       last_health: this.lastHealth ?? null,
+      ejection: this.ejection ?? null,
+      circuit: this.circuit ?? null,
     };
   }
 }

@@ -1,0 +1,31 @@
+import { Etcd3 } from 'etcd3';
+
+/**
+ * Watch reconnect backoff: doubles from 100 ms to at most 1 s, so the watch is back within a
+ * second of etcd returning (the client's default grows to 30 s).
+ */
+class CappedBackoff {
+  constructor(readonly duration = 100) {}
+  next(): CappedBackoff {
+    return new CappedBackoff(Math.min(this.duration * 2, 1_000));
+  }
+}
+
+export interface EtcdClientOptions {
+  /** `host:port` (or several, comma-separated). */
+  hosts: string;
+  dialTimeoutMs?: number;
+}
+
+export function createEtcdClient(options: EtcdClientOptions): Etcd3 {
+  const hosts = options.hosts
+    .split(',')
+    .map((h) => h.trim())
+    .filter(Boolean)
+    .map((h) => (/^https?:\/\//.test(h) ? h : `http://${h}`));
+  return new Etcd3({
+    hosts,
+    dialTimeout: options.dialTimeoutMs ?? 3_000,
+    faultHandling: { watchBackoff: new CappedBackoff() },
+  });
+}

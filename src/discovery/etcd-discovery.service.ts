@@ -1,0 +1,298 @@
+import { Inject, Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy, OnModuleInit } from '@nestjs/common';
+import type { Etcd3, IKeyValue, Watcher } from 'etcd3';
+import { ROUTER_CONFIG, type RouterConfig } from '../config';
+import { HealthMonitor, StartupGate } from '../health';
+import { ClusterStatus, ServerRegistry, type ServerState } from '../servers';
+import { createEtcdClient } from './etcd-client';
+import { parseEtcdEntry, type EtcdServerEntry } from './etcd-server-entry';
+
+/** What /cluster_info (`metadata_server`) and the metrics show of the etcd connection. */
+export interface EtcdDiscoveryState {
+  server_type: 'etcd';
+  endpoint: string;
+  key_prefix: string;
+  connected: boolean;
+  /** Servers taken from etcd keys (kept as they were while etcd is unreachable). */
+  servers: number;
+  ignored_keys: number;
+  last_sync_at: string | null;
+  disconnected_since: string | null;
+  last_error: string | null;
+}
+
+const FIRST_LOAD_RETRY_MS = 1_000;
+const WATCH_CANCEL_WAIT_MS = 1_000;
+
+/**
+ * Servers from etcd (`metadata_server_config`), as trtllm-serve's workers register them: every
+ * key under the prefix holds JSON with `url` and `server_role`/`server_type`. A first full read,
+ * then a watch from the next revision, so a new key is routed to as soon as the server is
+ * prepared and a deleted key removes its server; a full re-read every `refresh_interval`
+ * reconciles anything missed. When etcd is unreachable the last known servers stay (and keep
+ * being health-checked); the watch reconnects by itself. Keys of servers the health monitor
+ * declares dead are deleted, as TensorRT-LLM's router does.
+ */
+@Injectable()
+export class EtcdDiscovery implements OnModuleInit, OnApplicationBootstrap, OnModuleDestroy {
+  private readonly logger = new Logger(EtcdDiscovery.name);
+  private client?: Etcd3;
+  private watcher?: Watcher;
+  /** Valid keys and the server each names. */
+  private readonly entries = new Map<string, EtcdServerEntry>();
+  /** Keys that name no server this router serves, with the reason (logged once per change). */
+  private readonly ignored = new Map<string, string>();
+  /** Keys of dead servers still to delete (etcd was unreachable when they died). */
+  private readonly deadKeys = new Set<string>();
+  private isConnected = false;
+  private disconnectedSince?: number;
+  private lastSyncAt?: number;
+  private lastError?: string;
+  private stopped = false;
+  private retryTimer?: NodeJS.Timeout;
+  private refreshTimer?: NodeJS.Timeout;
+  private releaseStartupHold?: () => void;
+  private readonly cleanup: Array<() => void> = [];
+
+  constructor(
+    @Inject(ROUTER_CONFIG) private readonly config: RouterConfig,
+    private readonly registry: ServerRegistry,
+    private readonly status: ClusterStatus,
+    private readonly monitor: HealthMonitor,
+    private readonly startup: StartupGate,
+  ) {}
+
+  get enabled(): boolean {
+    return this.config.metadata_server_config !== undefined;
+  }
+
+  /** Whether the router currently reaches etcd (false before the first read, and during outages). */
+  get connected(): boolean {
+    return this.isConnected;
+  }
+
+  get endpoint(): string {
+    const m = this.config.metadata_server_config;
+    return m ? `${m.hostname}:${m.port}` : '';
+  }
+
+  state(): EtcdDiscoveryState {
+    const iso = (t?: number): string | null => (t === undefined ? null : new Date(t).toISOString());
+    return {
+      server_type: 'etcd',
+      endpoint: this.endpoint,
+      key_prefix: this.prefix,
+      connected: this.isConnected,
+      servers: new Set([...this.entries.values()].map((e) => `${e.role} ${e.url}`)).size,
+      ignored_keys: this.ignored.size,
+      last_sync_at: iso(this.lastSyncAt),
+      disconnected_since: iso(this.disconnectedSince),
+      last_error: this.lastError ?? null,
+    };
+  }
+
+  onModuleInit(): void {
+    if (!this.enabled) return;
+    this.releaseStartupHold = this.startup.hold('etcd');
+    this.cleanup.push(
+      this.status.addInfoSection('metadata_server', () => this.state()),
+      this.monitor.onDead((server) => this.onDead(server)),
+    );
+  }
+
+  onApplicationBootstrap(): void {
+    if (!this.enabled) return;
+    this.client = createEtcdClient({ hosts: this.endpoint, dialTimeoutMs: this.config.metadata_server_config!.health_check_timeout * 1000 });
+    this.logger.log(`discovering servers from etcd at ${this.endpoint} (keys ${this.prefix}*)`);
+    void this.firstLoad();
+    this.refreshTimer = setInterval(() => void this.refresh(), this.config.metadata_server_config!.refresh_interval * 1000);
+  }
+
+  async onModuleDestroy(): Promise<void> {
+    this.stopped = true;
+    clearTimeout(this.retryTimer);
+    clearInterval(this.refreshTimer);
+    this.releaseStartupHold?.();
+    for (const off of this.cleanup.splice(0)) off();
+    const watcher = this.watcher;
+    this.watcher = undefined;
+    if (watcher) {
+      watcher.removeAllListeners();
+      watcher.on('error', () => undefined);
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([
+        watcher.cancel().catch(() => undefined),
+        new Promise<void>((resolve) => (timer = setTimeout(resolve, WATCH_CANCEL_WAIT_MS))),
+      ]);
+      clearTimeout(timer);
+    }
+    this.client?.close();
+    this.client = undefined;
+  }
+
+  private get prefix(): string {
+    return this.config.metadata_server_config?.key_prefix ?? 'trtllm/';
+  }
+
+  /** Reads all keys, then watches from the next revision; retried until etcd answers. */
+  private async firstLoad(): Promise<void> {
+    if (this.stopped) return;
+    try {
+      const revision = await this.resync();
+      this.startWatch(revision);
+      this.releaseStartupHold?.();
+    } catch (err) {
+      this.markDisconnected(err);
+      this.retryTimer = setTimeout(() => void this.firstLoad(), FIRST_LOAD_RETRY_MS);
+    }
+  }
+
+  /** A full read of the prefix, applied as a diff; returns the revision it reflects. */
+  private async resync(): Promise<string> {
+    const client = this.client;
+    if (!client) throw new Error('etcd client closed');
+    const res = await client.getAll().prefix(this.prefix).exec();
+    if (this.stopped) return res.header.revision;
+    const seen = new Map<string, string>();
+    for (const kv of res.kvs) seen.set(kv.key.toString(), kv.value.toString());
+    for (const key of [...this.entries.keys(), ...this.ignored.keys()]) if (!seen.has(key)) this.applyDelete(key);
+    for (const [key, value] of seen) this.applyPut(key, value);
+    this.lastSyncAt = Date.now();
+    this.markConnected();
+    return res.header.revision;
+  }
+
+  private startWatch(revision: string): void {
+    const client = this.client;
+    if (!client || this.stopped) return;
+    const watcher = client
+      .watch()
+      .prefix(this.prefix)
+      .startRevision((BigInt(revision) + 1n).toString())
+      .watcher();
+    this.watcher = watcher;
+    watcher.on('put', (kv: IKeyValue) => this.applyPut(kv.key.toString(), kv.value.toString()));
+    watcher.on('delete', (kv: IKeyValue) => this.applyDelete(kv.key.toString()));
+    watcher.on('disconnected', (err: Error) => this.markDisconnected(err));
+    watcher.on('connected', () => {
+      if (this.isConnected) return;
+      // Back after an outage: the watch replays what it missed; a full read double-checks.
+      void this.refresh();
+    });
+    // A watch etcd cancels (e.g. its revision was compacted away): read everything again.
+    watcher.on('error', (err: Error) => {
+      this.logger.warn(`etcd watch failed (${err.message}); reading all keys again`);
+      if (this.watcher === watcher) this.watcher = undefined;
+      watcher.removeAllListeners();
+      watcher.on('error', () => undefined);
+      void watcher.cancel().catch(() => undefined);
+      void this.firstLoad();
+    });
+  }
+
+  private async refresh(): Promise<void> {
+    if (this.stopped || !this.client) return;
+    try {
+      await this.resync();
+    } catch (err) {
+      this.markDisconnected(err);
+      return;
+    }
+    await this.deleteDeadKeys();
+  }
+
+  private applyPut(key: string, value: string): void {
+    if (this.stopped) return;
+    const parsed = parseEtcdEntry(key, value);
+    const previous = this.entries.get(key);
+    if (!parsed.ok) {
+      if (this.ignored.get(key) !== parsed.reason) this.logger.warn(`etcd key ${key} ignored: ${parsed.reason}`);
+      this.ignored.set(key, parsed.reason);
+      if (previous) {
+        this.entries.delete(key);
+        this.release(previous);
+      }
+      return;
+    }
+    this.ignored.delete(key);
+    const entry = parsed.entry;
+    if (previous && previous.url === entry.url && previous.role === entry.role) {
+      // Re-registered: a server removed meanwhile (e.g. declared dead) comes back.
+      if (!this.registry.findByUrl(entry.role, entry.url)) this.registry.add({ url: entry.url, role: entry.role, source: 'etcd' });
+      return;
+    }
+    this.entries.set(key, entry);
+    if (previous) this.release(previous);
+    this.deadKeys.delete(key);
+    this.logger.log(`etcd key ${key}: ${entry.role} server ${entry.url}`);
+    this.registry.add({ url: entry.url, role: entry.role, source: 'etcd' });
+  }
+
+  private applyDelete(key: string): void {
+    this.ignored.delete(key);
+    this.deadKeys.delete(key);
+    const entry = this.entries.get(key);
+    if (!entry) return;
+    this.entries.delete(key);
+    this.logger.log(`etcd key ${key} deleted: ${entry.role} server ${entry.url} leaves`);
+    this.release(entry);
+  }
+
+  /** Removes an entry's server unless another key still names it (or it came from elsewhere). */
+  private release(entry: EtcdServerEntry): void {
+    for (const other of this.entries.values()) if (other.role === entry.role && other.url === entry.url) return;
+    const server = this.registry.findByUrl(entry.role, entry.url);
+    if (server?.source === 'etcd') this.registry.remove(server);
+  }
+
+  private onDead(server: ServerState): void {
+    if (server.source !== 'etcd' || !this.config.metadata_server_config?.remove_dead_keys) return;
+    for (const [key, entry] of this.entries) {
+      if (entry.role === server.role && entry.url === server.url) this.deadKeys.add(key);
+    }
+    void this.deleteDeadKeys();
+  }
+
+  private async deleteDeadKeys(): Promise<void> {
+    for (const key of [...this.deadKeys]) {
+      const entry = this.entries.get(key);
+      const server = entry && this.registry.findByUrl(entry.role, entry.url);
+      // Recovered (or gone) before etcd could be told: keep its key.
+      if (!entry || !server || server.lastHealth?.ok) {
+        this.deadKeys.delete(key);
+        continue;
+      }
+      try {
+        await this.client?.delete().key(key).exec();
+        this.deadKeys.delete(key);
+        this.logger.warn(`removed dead ${entry.role} server ${entry.url}'s key ${key} from etcd`);
+      } catch (err) {
+        this.markDisconnected(err);
+        return;
+      }
+    }
+  }
+
+  private markConnected(): void {
+    if (this.isConnected) return;
+    if (this.disconnectedSince !== undefined) {
+      this.logger.log(`etcd at ${this.endpoint} reachable again after ${((Date.now() - this.disconnectedSince) / 1000).toFixed(1)} s`);
+    }
+    this.isConnected = true;
+    this.disconnectedSince = undefined;
+    this.lastError = undefined;
+  }
+
+  private markDisconnected(err: unknown): void {
+    if (this.stopped) return;
+    this.lastError = (err as Error)?.message ?? String(err);
+    if (this.disconnectedSince !== undefined && !this.isConnected) return;
+    const wasConnected = this.isConnected;
+    this.isConnected = false;
+    this.disconnectedSince = Date.now();
+    this.logger.warn(
+      wasConnected
+        ? `etcd at ${this.endpoint} unreachable (${this.lastError}): keeping the ${this.state().servers} known servers until it returns`
+        : `etcd at ${this.endpoint} not reachable yet (${this.lastError}); retrying`,
+    );
+  }
+}

@@ -1,0 +1,192 @@
+import { Inject, Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
+import { EventEmitter } from 'node:events';
+import { ROUTER_CONFIG, type RouterConfig } from '../config';
+import { RequestEvents, type RequestDoneEvent, type UpstreamFailureEvent } from '../disagg/request-events';
+import type { UpstreamFailureKind } from '../disagg/upstream-failure';
+import { HttpSessionClosedError } from '../http-session';
+import { ServerRegistry, type EjectionInfo, type HealthResult, type ServerState } from '../servers';
+import { CircuitBreaker } from './circuit-breaker';
+import { healthOptionsFrom, type HealthOptions } from './health-options';
+import { ServerPreparer } from './server-preparer.service';
+
+/** Request failures that count toward a server's circuit breaker (a client leaving does not). */
+const BREAKER_KINDS: ReadonlySet<UpstreamFailureKind> = new Set(['status_5xx', 'reset', 'timeout', 'connect']);
+
+interface MonitorEvents {
+  /** Unreachable for `failure_threshold` checks in a row (reported once per streak). */
+  dead: [ServerState];
+}
+
+/**
+ * Keeps the rotation to servers that work. Active: every `interval_s` each server's /health
+ * is checked; `failure_threshold` failures in a row take a ready server out of rotation
+ * (status `unhealthy`; in-flight requests finish), a success brings it back. Passive: a
+ * refused connection on a real request ejects the server at once, and consecutive request
+ * failures open its circuit breaker for a cool-down, after which the next successful check
+ * readmits it. Servers in `preparing` are prepared again; `draining` ones are never touched.
+ */
+@Injectable()
+export class HealthMonitor implements OnApplicationBootstrap, OnModuleDestroy {
+  private readonly logger = new Logger(HealthMonitor.name);
+  private readonly options: HealthOptions;
+  private readonly breakers = new Map<string, CircuitBreaker>();
+  private readonly unreachableStreak = new Map<string, number>();
+  private readonly checking = new Set<string>();
+  private readonly emitter = new EventEmitter<MonitorEvents>();
+  private readonly unsubscribe: Array<() => void> = [];
+  private timer?: NodeJS.Timeout;
+  private round?: Promise<void>;
+  private stopped = false;
+
+  constructor(
+    @Inject(ROUTER_CONFIG) config: RouterConfig,
+    private readonly registry: ServerRegistry,
+    private readonly preparer: ServerPreparer,
+    private readonly requests: RequestEvents,
+  ) {
+    this.options = healthOptionsFrom(config);
+    this.emitter.setMaxListeners(0);
+  }
+
+  onApplicationBootstrap(): void {
+    const onFailure = (e: UpstreamFailureEvent): void => this.onUpstreamFailure(e);
+    const onDone = (e: RequestDoneEvent): void => this.onRequestDone(e);
+    this.requests.on('upstreamFailure', onFailure);
+    this.requests.on('requestDone', onDone);
+    this.unsubscribe.push(
+      () => this.requests.off('upstreamFailure', onFailure),
+      () => this.requests.off('requestDone', onDone),
+      this.registry.onEvent((event) => {
+        if (event.type !== 'removed') return;
+        this.breakers.delete(event.server.id);
+        this.unreachableStreak.delete(event.server.id);
+      }),
+    );
+    this.schedule();
+  }
+
+  async onModuleDestroy(): Promise<void> {
+    this.stopped = true;
+    clearTimeout(this.timer);
+    for (const off of this.unsubscribe.splice(0)) off();
+    // Let a running round end (the session aborts its calls when it closes).
+    await this.round;
+  }
+
+  /** A server found unreachable `failure_threshold` times in a row (discovery removes its key). */
+  onDead(listener: (server: ServerState) => void): () => void {
+    this.emitter.on('dead', listener);
+    return () => this.emitter.off('dead', listener);
+  }
+
+  /** Runs one round of checks now (tests and admin use it; the timer runs it every interval). */
+  checkAll(): Promise<void> {
+    const round = Promise.all(this.registry.list().map((s) => this.checkOne(s))).then(() => undefined);
+    this.round = round;
+    return round;
+  }
+
+  breakerOf(server: ServerState): CircuitBreaker | undefined {
+    return this.breakers.get(server.id);
+  }
+
+  private schedule(): void {
+    if (this.stopped) return;
+    this.timer = setTimeout(() => {
+      void this.checkAll().finally(() => this.schedule());
+    }, this.options.intervalMs);
+  }
+
+  private async checkOne(server: ServerState): Promise<void> {
+    if (this.stopped || this.checking.has(server.id)) return;
+    this.checking.add(server.id);
+    try {
+      if (server.status === 'preparing') {
+        const prepared = await this.preparer.prepare(server);
+        this.trackReachability(server, !prepared.unreachable);
+        return;
+      }
+      const result = await server.checkHealth(this.options.timeoutMs);
+      if (this.stopped || this.registry.get(server.id) !== server) return;
+      this.apply(server, result);
+    } catch (err) {
+      if (!(err instanceof HttpSessionClosedError)) this.logger.error(`health check of ${server.url} failed: ${(err as Error).message}`);
+    } finally {
+      this.checking.delete(server.id);
+    }
+  }
+
+  private apply(server: ServerState, result: HealthResult): void {
+    if (server.status === 'draining') return;
+    this.trackReachability(server, result.status !== undefined);
+    if (server.status === 'ready') {
+      if (!result.ok && server.consecutiveHealthFailures >= this.options.failureThreshold) {
+        this.eject(server, 'health_check', `${server.consecutiveHealthFailures} failed checks: ${result.error ?? 'failed'}`);
+      }
+      return;
+    }
+    if (server.status !== 'unhealthy') return;
+    const breaker = this.breakers.get(server.id);
+    const allowed = breaker ? breaker.allowsReadmission(result.ok) : true;
+    if (breaker) server.circuit = breaker.snapshot();
+    if (result.ok && allowed) this.readmit(server);
+  }
+
+  private trackReachability(server: ServerState, reachable: boolean): void {
+    if (reachable) {
+      this.unreachableStreak.delete(server.id);
+      return;
+    }
+    const streak = (this.unreachableStreak.get(server.id) ?? 0) + 1;
+    this.unreachableStreak.set(server.id, streak);
+    if (streak === this.options.failureThreshold && server.status !== 'draining') {
+      this.logger.warn(`${server.role} server ${server.url} is unreachable (${streak} checks in a row): declared dead`);
+      this.emitter.emit('dead', server);
+    }
+  }
+
+  private onUpstreamFailure(e: UpstreamFailureEvent): void {
+    const server = e.server;
+    if (this.registry.get(server.id) !== server) return;
+    if (e.kind === 'connect' && this.options.ejectOnConnectFailure && server.status === 'ready') {
+      this.eject(server, 'connect_failed', e.detail);
+    }
+    if (!this.options.breaker.enabled || !BREAKER_KINDS.has(e.kind)) return;
+    let breaker = this.breakers.get(server.id);
+    if (!breaker) {
+      breaker = new CircuitBreaker(this.options.breaker);
+      this.breakers.set(server.id, breaker);
+    }
+    const tripped = breaker.recordFailure();
+    server.circuit = breaker.snapshot();
+    if (tripped && server.status === 'ready') {
+      this.eject(server, 'circuit_open', `${breaker.consecutiveFailures} failed requests in a row, last: ${e.kind} ${e.detail}`.slice(0, 300));
+    }
+  }
+
+  private onRequestDone(e: RequestDoneEvent): void {
+    if (e.status >= 500 || this.breakers.size === 0) return;
+    this.recordSuccess(e.contextServer ? this.registry.findByUrl('context', e.contextServer) : undefined);
+    this.recordSuccess(e.generationServer ? this.registry.findByUrl('generation', e.generationServer) : undefined);
+  }
+
+  private recordSuccess(server: ServerState | undefined): void {
+    const breaker = server && this.breakers.get(server.id);
+    if (!breaker || breaker.consecutiveFailures === 0) return;
+    breaker.recordSuccess();
+    server.circuit = breaker.snapshot();
+  }
+
+  private eject(server: ServerState, reason: EjectionInfo['reason'], detail: string): void {
+    server.ejection = { reason, since: Date.now(), detail };
+    this.logger.warn(`${server.role} server ${server.url} taken out of rotation (${reason}): ${detail}`);
+    this.registry.setStatus(server, 'unhealthy');
+  }
+
+  private readmit(server: ServerState): void {
+    const was = server.ejection?.reason ?? 'unhealthy';
+    server.ejection = undefined;
+    this.logger.log(`${server.role} server ${server.url} is healthy again (was out for ${was}): back in rotation`);
+    this.registry.setStatus(server, 'ready');
+  }
+}

@@ -1,0 +1,83 @@
+import { Inject, Injectable, Logger, OnModuleDestroy, OnModuleInit } from '@nestjs/common';
+import { ROUTER_CONFIG, type RouterConfig } from '../config';
+import { HttpSessionClosedError } from '../http-session';
+import { ServerRegistry, type ServerState } from '../servers';
+import { healthOptionsFrom } from './health-options';
+
+export interface PreparationResult {
+  ready: boolean;
+  /** The server did not answer at all (no HTTP status): counts toward declaring it dead. */
+  unreachable: boolean;
+  error?: string;
+}
+
+/**
+ * Brings a server from `preparing` to `ready`: its /health must answer 200 and its
+ * /server_info must be fetched before it gets traffic. Every server added to the registry in
+ * `preparing` state is prepared at once, whatever its source (config, etcd, admin API);
+ * a failed preparation leaves it preparing and the health monitor retries it on its next round.
+ */
+@Injectable()
+export class ServerPreparer implements OnModuleInit, OnModuleDestroy {
+  private readonly logger = new Logger(ServerPreparer.name);
+  private readonly inFlight = new Map<string, Promise<PreparationResult>>();
+  /** The last failure logged per server, so a server that stays down is not logged every round. */
+  private readonly lastLogged = new Map<string, string>();
+  private readonly timeoutMs: number;
+  private unsubscribe?: () => void;
+
+  constructor(
+    @Inject(ROUTER_CONFIG) config: RouterConfig,
+    private readonly registry: ServerRegistry,
+  ) {
+    this.timeoutMs = healthOptionsFrom(config).timeoutMs;
+  }
+
+  onModuleInit(): void {
+    this.unsubscribe = this.registry.onEvent((event) => {
+      if (event.type === 'added' && event.server.status === 'preparing') void this.prepare(event.server);
+      if (event.type === 'removed') this.lastLogged.delete(event.server.id);
+    });
+  }
+
+  onModuleDestroy(): void {
+    this.unsubscribe?.();
+  }
+
+  /** Prepares a server in `preparing` state; concurrent calls for one server share one attempt. */
+  prepare(server: ServerState): Promise<PreparationResult> {
+    const running = this.inFlight.get(server.id);
+    if (running) return running;
+    const attempt = this.attempt(server).finally(() => this.inFlight.delete(server.id));
+    this.inFlight.set(server.id, attempt);
+    return attempt;
+  }
+
+  private async attempt(server: ServerState): Promise<PreparationResult> {
+    if (server.status !== 'preparing') return { ready: server.status === 'ready', unreachable: false };
+    let result: PreparationResult;
+    try {
+      const health = await server.checkHealth(this.timeoutMs);
+      if (!health.ok) {
+        result = { ready: false, unreachable: health.status === undefined, error: `/health: ${health.error ?? 'failed'}` };
+      } else {
+        await server.fetchServerInfo(this.timeoutMs);
+        result = { ready: true, unreachable: false };
+      }
+    } catch (err) {
+      // Closed session: the app is starting or stopping, not the server's fault.
+      if (err instanceof HttpSessionClosedError) return { ready: false, unreachable: false, error: err.message };
+      result = { ready: false, unreachable: false, error: `/server_info: ${(err as Error).message}` };
+    }
+    // The server may have been removed, drained or prepared otherwise meanwhile.
+    if (this.registry.get(server.id) !== server || server.status !== 'preparing') return result;
+    if (result.ready) {
+      this.lastLogged.delete(server.id);
+      this.registry.setStatus(server, 'ready');
+    } else if (this.lastLogged.get(server.id) !== result.error) {
+      this.lastLogged.set(server.id, result.error!);
+      this.logger.warn(`${server.role} server ${server.url} is not ready yet (${result.error}); retrying`);
+    }
+    return result;
+  }
+}

@@ -1,0 +1,41 @@
+import { CanActivate, ExecutionContext, Injectable } from '@nestjs/common';
+import type { FastifyRequest } from 'fastify';
+import { OpenAiError } from '../openai/openai-error';
+import { ServerRegistry } from '../servers';
+import { StartupGate } from './startup-gate.service';
+
+const INFERENCE_PATHS = ['/v1/completions', '/v1/chat/completions'];
+
+/**
+ * During the startup wait, an inference request that no server could take yet gets a 503 that
+ * says the router is starting (instead of a bare "no server available"). Costs one flag check
+ * once the wait is over.
+ */
+@Injectable()
+export class StartupGuard implements CanActivate {
+  constructor(
+    private readonly gate: StartupGate,
+    private readonly servers: ServerRegistry,
+  ) {}
+
+  canActivate(context: ExecutionContext): boolean {
+    if (!this.gate.waiting || context.getType() !== 'http') return true;
+    const req = context.switchToHttp().getRequest<FastifyRequest>();
+    const path = (req.url ?? '').split('?')[0];
+    if (!INFERENCE_PATHS.includes(path)) return true;
+    const missing = this.missingPool();
+    if (!missing) return true;
+    const total = this.servers.list(missing).length;
+    throw new OpenAiError(
+      503,
+      `the router is starting: no ${missing} server is ready yet (${total} known); it waits up to ${this.gate.secondsLeft} s more for them, retry shortly`,
+      { code: 'starting', type: 'service_unavailable', headers: { 'retry-after': '1' } },
+    );
+  }
+
+  private missingPool(): 'context' | 'generation' | undefined {
+    if (this.servers.ready('generation').length === 0) return 'generation';
+    if (this.servers.list('context').length > 0 && this.servers.ready('context').length === 0) return 'context';
+    return undefined;
+  }
+}
