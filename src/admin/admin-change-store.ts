@@ -23,13 +23,15 @@ const same = (a: ServerRef, b: ServerRef): boolean => serverIdFor(a.role, normal
 export class AdminChangeStore {
   private readonly logger = new Logger(AdminChangeStore.name);
   private readonly file?: string;
-  private changes: PersistedChanges = emptyChanges();
+  private changes: PersistedChanges;
   private writes: Promise<void> = Promise.resolve();
   private tmpCounter = 0;
 
   constructor(@Inject(ROUTER_CONFIG) config: RouterConfig) {
     // Relative paths are relative to the directory the router was started in.
     this.file = config.admin.persist_file ? resolve(process.cwd(), config.admin.persist_file) : undefined;
+    // Read while the app is being built, so a damaged file stops it before anything opens.
+    this.changes = this.load();
   }
 
   get persistFile(): string | undefined {
@@ -37,13 +39,13 @@ export class AdminChangeStore {
   }
 
   /** Reads the persisted changes; a missing file is an empty one, a damaged one stops the start. */
-  load(): PersistedChanges {
-    if (!this.file) return this.current();
+  private load(): PersistedChanges {
+    if (!this.file) return emptyChanges();
     let text: string;
     try {
       text = readFileSync(this.file, 'utf8');
     } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return this.current();
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return emptyChanges();
       throw new ConfigError(`admin.persist_file: cannot read ${this.file}: ${(err as Error).message}`);
     }
     let raw: unknown;
@@ -57,9 +59,8 @@ export class AdminChangeStore {
       const issue = parsed.error.issues[0];
       throw new ConfigError(`admin.persist_file: ${this.file}: ${issue.path.map(String).join('.') || '(top level)'}: ${issue.message}`);
     }
-    this.changes = parsed.data;
     this.logger.log(`loaded admin changes from ${this.file}`);
-    return this.current();
+    return parsed.data;
   }
 
   current(): PersistedChanges {

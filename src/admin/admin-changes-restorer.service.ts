@@ -24,7 +24,7 @@ export class AdminChangesRestorer implements OnModuleInit, OnApplicationBootstra
   ) {}
 
   onModuleInit(): void {
-    this.changes = this.store.load();
+    this.changes = this.store.current();
     // Config servers are registered at bootstrap, in an order this module does not control:
     // drop removed ones as they appear, for as long as the app runs.
     this.unsubscribe = this.registry.onEvent((event) => {

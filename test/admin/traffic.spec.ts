@@ -154,8 +154,8 @@ describe('admin changes and live traffic', () => {
     await waitFor(() => before.snapshot().in_flight === 0, 5_000, 'old router released the stream');
     expect(after.snapshot().in_flight).toBe(0);
     const routers = await admin(router.url, 'GET', 'routers');
-    const generation = (routers.body.routers as Array<Record<string, Record<string, unknown>>>).find((r) => r.pool === 'generation')!;
+    const generation = (routers.body.routers as Array<{ pool: string; state: { in_flight: number; servers: Array<Record<string, number>> } }>).find((r) => r.pool === 'generation')!;
     expect(generation.state.in_flight).toBe(0);
-    expect((generation.state.servers as Array<Record<string, number>>).every((s) => s.active_requests === 0 && s.active_tokens === 0)).toBe(true);
+    expect(generation.state.servers.every((s) => s.active_requests === 0 && s.active_tokens === 0)).toBe(true);
   });
 });

@@ -1,0 +1,92 @@
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { FakeWorker, generationHandler } from '../support/fake-worker';
+import { startRouter, type RunningRouter } from '../support/router-app';
+import { admin, complete, TestPoliciesModule, TOKEN, whenReady } from './admin-support';
+
+describe('admin changes persisted to admin.persist_file', () => {
+  let dir: string;
+  let a: FakeWorker;
+  let b: FakeWorker;
+  let c: FakeWorker;
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'disagg-admin-'));
+    [a, b, c] = await Promise.all([0, 1, 2].map(() => new FakeWorker(generationHandler()).start()));
+  });
+  afterAll(async () => {
+    await Promise.all([a, b, c].map((w) => w?.close()));
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  const boot = (file: string): Promise<RunningRouter> =>
+    startRouter({ generation_servers: { urls: [a.url, c.url] }, admin: { token: TOKEN, persist_file: file } }, [TestPoliciesModule]);
+  const idOf = (w: FakeWorker): string => `generation-127.0.0.1-${w.port}`;
+  const servers = async (r: RunningRouter): Promise<Array<Record<string, unknown>>> => (await admin(r.url, 'GET', 'servers')).body.servers as Array<Record<string, unknown>>;
+
+  it('keeps added servers, removed config servers and policy switches across a restart', async () => {
+    const file = join(dir, 'nested', 'admin-state.json');
+    const first = await boot(file);
+    try {
+      expect((await admin(first.url, 'POST', 'servers', { url: b.url, role: 'generation' })).status).toBe(201);
+      expect((await admin(first.url, 'DELETE', `servers/${idOf(c)}`)).status).toBe(200);
+      expect((await admin(first.url, 'PUT', 'routers/generation', { type: 'first_server', label: 'kept' })).status).toBe(200);
+    } finally {
+      await first.close();
+    }
+    expect(JSON.parse(readFileSync(file, 'utf8'))).toEqual({
+      version: 1,
+      added_servers: [{ url: b.url, role: 'generation' }],
+      removed_servers: [{ url: c.url, role: 'generation' }],
+      routers: { generation: { type: 'first_server', label: 'kept' } },
+    });
+    // Written by rename: no temporary file is left next to it.
+    expect(readdirSync(join(dir, 'nested'))).toEqual(['admin-state.json']);
+
+    const second = await boot(file);
+    try {
+      const list = await servers(second);
+      expect(list.map((s) => [s.id, s.source])).toEqual(expect.arrayContaining([[idOf(a), 'config'], [idOf(b), 'admin']]));
+      expect(list.find((s) => s.id === idOf(c))).toBeUndefined();
+      const routers = (await admin(second.url, 'GET', 'routers')).body.routers as Array<Record<string, unknown>>;
+      expect(routers.find((r) => r.pool === 'generation')).toMatchObject({ type: 'first_server', args: { label: 'kept' } });
+      await whenReady(second, idOf(b));
+      for (let i = 0; i < 2; i++) await complete(second.url);
+      expect(c.requests('/v1/completions')).toHaveLength(0);
+      expect(a.requests('/v1/completions').length + b.requests('/v1/completions').length).toBe(2);
+    } finally {
+      await second.close();
+    }
+  });
+
+  it('forgets an added server that was deleted, and puts back a config server re-added', async () => {
+    const file = join(dir, 'second.json');
+    const first = await boot(file);
+    try {
+      await admin(first.url, 'POST', 'servers', { url: b.url, role: 'generation' });
+      await admin(first.url, 'DELETE', `servers/${idOf(b)}`);
+      await admin(first.url, 'DELETE', `servers/${idOf(c)}`);
+      await admin(first.url, 'POST', 'servers', { url: c.url, role: 'generation' });
+    } finally {
+      await first.close();
+    }
+    expect(JSON.parse(readFileSync(file, 'utf8'))).toMatchObject({ added_servers: [{ url: c.url, role: 'generation' }], removed_servers: [] });
+    const second = await boot(file);
+    try {
+      const ids = (await servers(second)).map((s) => s.id);
+      expect(ids).toContain(idOf(c));
+      expect(ids).not.toContain(idOf(b));
+    } finally {
+      await second.close();
+    }
+  });
+
+  it('refuses to start with a damaged file, naming it', async () => {
+    const file = join(dir, 'damaged.json');
+    writeFileSync(file, '{"version": 1, "added_servers": [');
+    await expect(boot(file)).rejects.toThrow(/admin\.persist_file: .*damaged\.json is not valid JSON/);
+    writeFileSync(file, JSON.stringify({ version: 1, added_servers: [{ url: 'ftp://x', role: 'generation' }] }));
+    await expect(boot(file)).rejects.toThrow(/added_servers\.0\.url/);
+  });
+});
