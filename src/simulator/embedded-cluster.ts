@@ -15,7 +15,7 @@ export async function startEmbeddedCluster(options: EmbeddedClusterOptions): Pro
     generation: options.generation,
     host: '127.0.0.1',
     latency: options.latency,
-    ...(options.kv_blocks ? { kvCapacityBlocks: options.kv_blocks } : {}),
+    ...(options.kv_blocks ? { kvBlocks: options.kv_blocks } : {}),
     ...(options.tokens_per_block ? { tokensPerBlock: options.tokens_per_block } : {}),
   });
   return { contextUrls: cluster.contextUrls, generationUrls: cluster.generationUrls, close: () => cluster.close() };
