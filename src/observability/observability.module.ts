@@ -1,0 +1,31 @@
+import { DynamicModule, Module, type Type } from '@nestjs/common';
+import type { RouterConfig } from '../config';
+import { DisaggModule } from '../disagg/disagg.module';
+import { RequestContextHooks } from './context/request-context.hooks';
+import { MetricsController } from './metrics/metrics.controller';
+import { MetricsService } from './metrics/metrics.service';
+import { RequestMetricsListener } from './metrics/request-metrics.listener';
+import { PerfMetricsController } from './perf/perf-metrics.controller';
+import { PerfMetricsStore } from './perf/perf-metrics.store';
+
+/**
+ * Metrics, request context and perf history. Global, so any module can inject MetricsService
+ * to report what only it sees (admission, KV events, discovery). The endpoints exist only
+ * when enabled: `metrics.enabled` (default on), `perf_metrics.max_requests` > 0.
+ */
+@Module({})
+export class ObservabilityModule {
+  static forRoot(config: Pick<RouterConfig, 'metrics' | 'perf_metrics'>): DynamicModule {
+    const controllers: Type[] = [];
+    if (config.metrics.enabled) controllers.push(MetricsController);
+    if (config.perf_metrics.max_requests > 0) controllers.push(PerfMetricsController);
+    return {
+      module: ObservabilityModule,
+      global: true,
+      imports: [DisaggModule],
+      controllers,
+      providers: [MetricsService, RequestMetricsListener, RequestContextHooks, PerfMetricsStore],
+      exports: [MetricsService, PerfMetricsStore],
+    };
+  }
+}
