@@ -6,10 +6,15 @@ import type { IncomingMessage } from 'node:http';
 import { mountAdminDocsOnMainApp } from './admin/admin-docs';
 import { AppModule } from './app.module';
 import type { RouterConfig } from './config';
+import { resolveAppLogger } from './observability/logging/app-logger';
+import type { DestinationStream } from 'pino';
 
 export interface CreateRouterAppOptions {
   imports?: ModuleMetadata['imports'];
+  /** A LoggerService is used as is; a level list or false narrows the app's pino logger. */
   logger?: LoggerService | LogLevel[] | false;
+  /** Where the app's log lines go (stdout by default). */
+  logDestination?: DestinationStream;
 }
 
 const REQUEST_ID_HEADER = 'x-request-id';
@@ -18,7 +23,8 @@ const REQUEST_ID_HEADER = 'x-request-id';
 export async function createRouterApp(config: RouterConfig, options: CreateRouterAppOptions = {}): Promise<NestFastifyApplication> {
   const adapter = new FastifyAdapter({
     bodyLimit: config.limits.max_body_bytes,
-    requestIdHeader: REQUEST_ID_HEADER,
+    // genReqId reads x-request-id itself and checks it: Fastify would take the header unchecked.
+    requestIdHeader: false,
     genReqId: (req: IncomingMessage) => requestIdOf(req),
     // The workers keep connections open too; never cut a long generation on our side.
     requestTimeout: 0,
@@ -27,7 +33,7 @@ export async function createRouterApp(config: RouterConfig, options: CreateRoute
   const app = await NestFactory.create<NestFastifyApplication>(
     AppModule.forRoot({ config, imports: options.imports }),
     adapter,
-    { logger: options.logger ?? ['error', 'warn', 'log'], abortOnError: false },
+    { logger: await resolveAppLogger(config.logging, { logger: options.logger, destination: options.logDestination }), abortOnError: false },
   );
   await mountAdminDocsOnMainApp(app, config);
   return app;
