@@ -5,6 +5,7 @@ import { DisaggModule } from './disagg/disagg.module';
 import { ServerDiscoveryModule } from './discovery/server-discovery.module';
 import { HttpSessionModule } from './http-session';
 import { HealthModule } from './health';
+import { ObservabilityModule } from './observability/observability.module';
 import { OpenAiModule } from './openai/openai.module';
 import { RoutingModule } from './routing';
 import { ServersModule } from './servers';
@@ -23,6 +24,8 @@ export class AppModule {
       imports: [
         RouterConfigModule.forRoot({ config: options.config }),
         HttpSessionModule.forRoot(),
+        // Early: its Fastify hooks (request id, log context) must see every request.
+        ObservabilityModule.forRoot(options.config),
         ServersModule,
         RoutingModule,
         DisaggModule,
