@@ -31,6 +31,10 @@ export class ServerDto {
   @ApiProperty() active_tokens!: number;
   @ApiProperty() kv_blocks_known!: number;
   @ApiProperty({ type: HealthResultDto, nullable: true }) last_health!: HealthResultDto | null;
+  @ApiPropertyOptional({ type: 'object', additionalProperties: true, nullable: true, description: 'why the health module keeps it out of rotation' })
+  ejection?: Record<string, unknown> | null;
+  @ApiPropertyOptional({ type: 'object', additionalProperties: true, nullable: true, description: 'circuit breaker state' })
+  circuit?: Record<string, unknown> | null;
 }
 
 export class ServerListDto {

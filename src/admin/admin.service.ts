@@ -83,6 +83,19 @@ export class AdminService {
     return { server: server.toJSON(), removed: this.registry.get(id) === undefined, remove_when_idle: removeWhenIdle };
   }
 
+  /**
+   * Puts a drained server back through preparation (and cancels a pending removal): health
+   * checks decide when it is ready again, so a server that went bad meanwhile stays out.
+   */
+  resume(id: string): ServerState {
+    const server = this.server(id);
+    if (server.status !== 'draining') {
+      throw new OpenAiError(409, `${server.role} server ${server.url} is ${server.status}, not draining`, { code: 'not_draining' });
+    }
+    this.registry.setStatus(server, 'preparing');
+    return server;
+  }
+
   async removeServer(id: string, force: boolean): Promise<ServerState> {
     const server = this.server(id);
     if (server.activeRequests > 0 && !force) {

@@ -61,6 +61,16 @@ export class ServersAdminController {
     return this.admin.drain(id, remove);
   }
 
+  @Post(':id/resume')
+  @HttpCode(200)
+  @ApiOperation({ summary: 'Undo a drain: the server is prepared again and serves once its health check passes' })
+  @ApiOkResponse({ type: ServerDto })
+  @ApiNotFoundResponse({ type: ErrorDto })
+  @ApiConflictResponse({ type: ErrorDto, description: 'the server is not draining' })
+  resume(@Param('id') id: string): unknown {
+    return this.admin.resume(id).toJSON();
+  }
+
   @Delete(':id')
   @ApiOperation({ summary: 'Remove a server; refused while it has requests in flight unless force=true' })
   @ApiQuery({ name: 'force', required: false, type: Boolean })

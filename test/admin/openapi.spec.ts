@@ -9,6 +9,7 @@ const ENDPOINTS: Array<[string, string]> = [
   ['post', '/admin/v1/servers'],
   ['get', '/admin/v1/servers/{id}'],
   ['post', '/admin/v1/servers/{id}/drain'],
+  ['post', '/admin/v1/servers/{id}/resume'],
   ['delete', '/admin/v1/servers/{id}'],
   ['get', '/admin/v1/routers'],
   ['get', '/admin/v1/routers/{pool}'],

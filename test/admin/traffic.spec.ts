@@ -29,7 +29,8 @@ describe('admin changes and live traffic', () => {
     a.received.length = 0;
     b.received.length = 0;
     // Aggregated mode (no context pool): each request makes one generation call.
-    router = await startRouter({ generation_servers: { urls: [a.url] }, admin: { token: TOKEN } }, [TestPoliciesModule]);
+    // Frequent health rounds: a resumed server is prepared again on the next one.
+    router = await startRouter({ generation_servers: { urls: [a.url] }, admin: { token: TOKEN }, health: { interval_s: 0.1 } }, [TestPoliciesModule]);
   });
   afterEach(async () => {
     gate.open();
@@ -95,6 +96,23 @@ describe('admin changes and live traffic', () => {
     expect(a.requests(COMPLETIONS)).toHaveLength(0);
     expect(b.requests(COMPLETIONS)).toHaveLength(2);
     expect(await state(idOf(a))).toMatchObject({ state: 'draining', active_requests: 0 });
+  });
+
+  it('puts a drained server back in rotation on resume, after it passes preparation again', async () => {
+    await admin(router.url, 'POST', 'servers', { url: b.url, role: 'generation' });
+    await whenReady(router, idOf(b));
+    const notDraining = await admin(router.url, 'POST', `servers/${idOf(a)}/resume`);
+    expect(notDraining.status).toBe(409);
+    expect(errorOf(notDraining).code).toBe('not_draining');
+    await admin(router.url, 'POST', `servers/${idOf(a)}/drain?remove=true`);
+    expect(await state(idOf(a))).toBeUndefined();
+    await admin(router.url, 'POST', `servers/${idOf(b)}/drain`);
+    const resumed = await admin(router.url, 'POST', `servers/${idOf(b)}/resume`);
+    expect(resumed.status).toBe(200);
+    expect(resumed.body).toMatchObject({ id: idOf(b), state: 'preparing' });
+    await whenReady(router, idOf(b));
+    await complete(router.url);
+    expect(b.requests(COMPLETIONS)).toHaveLength(1);
   });
 
   it('removes an idle drained server at once with remove=true', async () => {
