@@ -14,8 +14,6 @@ export interface AppLoggerOptions {
   destination?: DestinationStream;
 }
 
-const NO_CONTEXT = Object.freeze({});
-
 /** Field names that carry prompts or completions, censored unless payload logging is on. */
 const PAYLOAD_PATHS = ['prompt', 'messages', 'choices', 'body', '*.prompt', '*.messages', '*.choices'];
 
@@ -25,10 +23,11 @@ export function pinoOptions(options: AppLoggerOptions): LoggerOptions {
     base: { pid: process.pid },
     timestamp: pino.stdTimeFunctions.isoTime,
     formatters: { level: (label) => ({ level: label }) },
-    // Every line written while a request is served carries its id.
+    // Every line written while a request is served carries its id. A new object each time:
+    // pino merges the line's fields into what the mixin returns.
     mixin: () => {
       const ctx = requestContextStorage.getStore();
-      return ctx ? { reqId: ctx.requestId } : NO_CONTEXT;
+      return ctx ? { reqId: ctx.requestId } : {};
     },
     ...(options.logPayloads ? {} : { redact: { paths: PAYLOAD_PATHS, censor: '[redacted]' } }),
   };

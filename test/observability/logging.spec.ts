@@ -1,0 +1,113 @@
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { Logger } from '@nestjs/common';
+import type { NestFastifyApplication } from '@nestjs/platform-fastify';
+import { createRouterApp } from '../../src/app.factory';
+import { buildConfig } from '../../src/config';
+import { createAppLogger, resolveAppLogger, PinoLoggerService } from '../../src/observability';
+import { requestContextStorage } from '../../src/observability/context/request-context';
+import { ServerRegistry } from '../../src/servers';
+import { contextHandler, FakeWorker, generationHandler, json } from '../support/fake-worker';
+import { postJson, waitFor } from '../support/router-app';
+import { LogCapture } from './log-capture';
+
+describe('structured logs of a running router', () => {
+  let ctx: FakeWorker;
+  let gen: FakeWorker;
+  let app: NestFastifyApplication;
+  let url: string;
+  const capture = new LogCapture();
+
+  beforeAll(async () => {
+    ctx = await new FakeWorker(contextHandler()).start();
+    gen = await new FakeWorker(generationHandler()).start();
+    const config = buildConfig({
+      max_retries: 0,
+      context_servers: { urls: [ctx.url] },
+      generation_servers: { urls: [gen.url] },
+      logging: { level: 'debug' },
+    });
+    app = await createRouterApp(config, { logDestination: capture });
+    await app.listen(0, '127.0.0.1');
+    url = `http://127.0.0.1:${(app.getHttpServer().address() as { port: number }).port}`;
+    const registry = app.get(ServerRegistry);
+    await waitFor(() => registry.ready('generation').length === 1 && registry.ready('context').length === 1, 10_000, 'servers ready');
+  });
+
+  afterAll(async () => {
+    await app?.close();
+    await Promise.all([ctx?.close(), gen?.close()]);
+  });
+
+  it('writes JSON lines through pino for Nest loggers app-wide', () => {
+    // Startup lines of other modules (routers, servers) came through the same destination.
+    const startup = capture.lines.filter((l) => typeof l.context === 'string');
+    expect(startup.length).toBeGreaterThan(0);
+    for (const l of startup) expect(typeof l.level).toBe('string');
+    expect(startup.some((l) => l.level === 'info')).toBe(true);
+  });
+
+  it('tags the lines of a request with its id, never with its prompt', async () => {
+    const res = await postJson(`${url}/v1/completions`, { model: 'm', prompt: 'a secret prompt' }, { 'x-request-id': 'log-req-1' });
+    expect(res.status).toBe(200);
+    await waitFor(() => capture.withId('log-req-1').some((l) => l.msg === 'request done'), 5_000, 'request line');
+    const line = capture.withId('log-req-1').find((l) => l.msg === 'request done')!;
+    expect(line).toMatchObject({ level: 'debug', context: 'Request', status: 200, mode: 'disagg', generationServer: gen.url });
+    expect(JSON.stringify(capture.lines)).not.toContain('a secret prompt');
+  });
+
+  it('tags warnings of a failed request with its id', async () => {
+    gen.handler = (_req, res) => json(res, 500, { error: 'boom' });
+    try {
+      const res = await postJson(`${url}/v1/completions`, { model: 'm', prompt: 'x' }, { 'x-request-id': 'log-req-2' });
+      expect(res.status).toBe(502);
+    } finally {
+      gen.handler = generationHandler();
+    }
+    await waitFor(() => capture.withId('log-req-2').some((l) => l.level === 'warn'), 5_000, 'warning line');
+    const warn = capture.withId('log-req-2').find((l) => l.level === 'warn')!;
+    expect(String(warn.msg)).toContain('502');
+    // Lines of other requests do not carry this id.
+    expect(capture.withId('log-req-1').some((l) => l.level === 'warn')).toBe(false);
+  });
+});
+
+describe('the app logger', () => {
+  it('censors prompts and completions unless payload logging is on', async () => {
+    const quietCapture = new LogCapture();
+    const q = await createAppLogger({ level: 'info', destination: quietCapture });
+    q.log({ msg: 'payload', prompt: 'secret', messages: [{ content: 'secret' }], choices: ['secret'] }, 'Test');
+    expect(quietCapture.lines[0]).toMatchObject({ msg: 'payload', context: 'Test', prompt: '[redacted]', messages: '[redacted]', choices: '[redacted]' });
+    const loudCapture = new LogCapture();
+    const loud = await createAppLogger({ level: 'info', logPayloads: true, destination: loudCapture });
+    loud.log({ msg: 'payload', prompt: 'secret' }, 'Test');
+    expect(loudCapture.lines[0]).toMatchObject({ prompt: 'secret' });
+  });
+
+  it('maps Nest calls: context, stack, levels, and the request id of the current context', async () => {
+    const capture = new LogCapture();
+    const logger = await createAppLogger({ level: 'info', destination: capture });
+    logger.debug('hidden', 'Test');
+    logger.error('failed', 'Error: x\n    at somewhere (file.ts:1:1)', 'Test');
+    requestContextStorage.run({ requestId: 'ctx-7', arrivedAt: 0 }, () => logger.warn('inside', 'Test'));
+    logger.setLogLevels(['debug', 'log']);
+    logger.debug('shown now', 'Test');
+    expect(capture.lines.map((l) => [l.level, l.msg, l.context, l.reqId ?? null])).toEqual([
+      ['error', 'failed', 'Test', null],
+      ['warn', 'inside', 'Test', 'ctx-7'],
+      ['debug', 'shown now', 'Test', null],
+    ]);
+    expect(String(capture.lines[0].stack)).toContain('at somewhere');
+  });
+
+  it('takes its level from logging.level, DISAGG_LOG_LEVEL, or a Nest level list', async () => {
+    const fromEnv = buildConfig({ generation_servers: { urls: ['localhost:1'] } }, 'test', { DISAGG_LOG_LEVEL: 'warn' });
+    const a = (await resolveAppLogger(fromEnv.logging, { destination: new LogCapture() })) as PinoLoggerService;
+    expect(a.pino.level).toBe('warn');
+    const b = (await resolveAppLogger(fromEnv.logging, { logger: ['error'], destination: new LogCapture() })) as PinoLoggerService;
+    expect(b.pino.level).toBe('error');
+    const c = (await resolveAppLogger(fromEnv.logging, { logger: false, destination: new LogCapture() })) as PinoLoggerService;
+    expect(c.pino.level).toBe('silent');
+    const own = new Logger('Own');
+    expect(await resolveAppLogger(fromEnv.logging, { logger: own })).toBe(own);
+  });
+});
