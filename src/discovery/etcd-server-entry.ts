@@ -1,4 +1,4 @@
-import { normalizeServerUrl, SERVER_ROLES, type ServerRole } from '../config';
+import { normalizeServerUrl, SERVER_ROLES, type ServerRole } from '../config/server-role';
 
 /** A worker's etcd key, as trtllm-serve writes it: `trtllm/<id>` -> JSON with url and role. */
 export interface EtcdServerEntry {

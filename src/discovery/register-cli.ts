@@ -1,4 +1,4 @@
-import { SERVER_ROLES, type ServerRole } from '../config';
+import { SERVER_ROLES, type ServerRole } from '../config/server-role';
 import { WorkerRegistration } from './worker-registration';
 
 const USAGE = `usage: register --etcd host:port --url http://host:port --role context|generation [--key trtllm/NAME] [--ttl 10]

@@ -1,6 +1,6 @@
 import type { Etcd3, Lease, Watcher } from 'etcd3';
-import type { ServerRole } from '../config';
-import { normalizeServerUrl } from '../config';
+// Not the config barrel: the register helper must load without Nest.
+import { normalizeServerUrl, type ServerRole } from '../config/server-role';
 import { createEtcdClient } from './etcd-client';
 import { etcdEntryValue } from './etcd-server-entry';
 
@@ -33,6 +33,8 @@ export class WorkerRegistration {
   private watcher?: Watcher;
   private closed = false;
   private retryTimer?: NodeJS.Timeout;
+  /** Ends a retry wait early when the registration is closed meanwhile. */
+  private wake?: () => void;
   private readonly log: (message: string) => void;
 
   private constructor(private readonly options: WorkerRegistrationOptions) {
@@ -56,6 +58,7 @@ export class WorkerRegistration {
     if (this.closed) return;
     this.closed = true;
     clearTimeout(this.retryTimer);
+    this.wake?.();
     this.watcher?.removeAllListeners();
     this.watcher?.on('error', () => undefined);
     await this.watcher?.cancel().catch(() => undefined);
@@ -97,7 +100,11 @@ export class WorkerRegistration {
       } catch (err) {
         if (this.closed) return;
         this.log(`cannot register ${this.key} yet (${(err as Error).message}); retrying`);
-        await new Promise<void>((resolve) => (this.retryTimer = setTimeout(resolve, RETRY_MS)));
+        await new Promise<void>((resolve) => {
+          this.wake = resolve;
+          this.retryTimer = setTimeout(resolve, RETRY_MS);
+        });
+        if (this.closed) return;
       }
     }
   }
