@@ -29,6 +29,8 @@ export async function createRouterApp(config: RouterConfig, options: CreateRoute
     // The workers keep connections open too; never cut a long generation on our side.
     requestTimeout: 0,
     keepAliveTimeout: 65_000,
+    // By the time the server closes, the drain has let in-flight requests finish.
+    forceCloseConnections: true,
   });
   const app = await NestFactory.create<NestFastifyApplication>(
     AppModule.forRoot({ config, imports: options.imports }),

@@ -11,11 +11,13 @@ interface FastifyLikeError {
 /** Any error as the OpenAiError the client gets. */
 export function toOpenAiError(err: unknown): OpenAiError {
   if (err instanceof OpenAiError) return err;
-  if (err instanceof HttpException) {
+  // Fastify's own errors (body parsing, size limit) reach Nest wrapped, the original as cause.
+  const cause = err instanceof HttpException ? (err.cause as FastifyLikeError | undefined) : undefined;
+  if (err instanceof HttpException && !cause?.code) {
     const status = err.getStatus();
     return new OpenAiError(status, status === 404 ? 'not found' : err.message);
   }
-  const e = err as FastifyLikeError;
+  const e = cause ?? (err as FastifyLikeError);
   if (e?.code === 'FST_ERR_CTP_BODY_TOO_LARGE' || e?.statusCode === 413) {
     return new OpenAiError(413, 'request body too large', { code: 'request_too_large' });
   }

@@ -2,6 +2,7 @@ import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import type { ModuleMetadata } from '@nestjs/common';
 import { createRouterApp } from '../../src/app.factory';
 import { buildConfig, type RouterConfigInput } from '../../src/config';
+import { ServerRegistry } from '../../src/servers';
 
 export interface RunningRouter {
   app: NestFastifyApplication;
@@ -10,14 +11,27 @@ export interface RunningRouter {
 }
 
 /** Boots the real app through NestFactory and listens on a free loopback port. */
-export async function startRouter(config: RouterConfigInput, imports?: ModuleMetadata['imports']): Promise<RunningRouter> {
+export async function startRouter(
+  config: RouterConfigInput,
+  imports?: ModuleMetadata['imports'],
+  options: { waitReady?: boolean } = {},
+): Promise<RunningRouter> {
   const app = await createRouterApp(buildConfig({ logging: { level: 'error' }, ...config }), {
     imports,
     logger: process.env.TEST_LOGS ? ['error', 'warn', 'log', 'debug'] : ['error'],
   });
   await app.listen(0, '127.0.0.1');
   const address = app.getHttpServer().address() as { port: number };
-  return { app, url: `http://127.0.0.1:${address.port}`, close: () => app.close() };
+  const url = `http://127.0.0.1:${address.port}`;
+  // Configured servers are health-checked before they get traffic: wait until every one
+  // that answers is ready (bounded; a test may configure dead servers on purpose).
+  if (options.waitReady !== false) await waitForPrepared(app).catch(() => undefined);
+  return { app, url, close: () => app.close() };
+}
+
+async function waitForPrepared(app: NestFastifyApplication): Promise<void> {
+  const registry = app.get(ServerRegistry);
+  await waitFor(() => registry.list().every((s) => s.status !== 'preparing' || (s.lastHealth !== undefined && !s.lastHealth.ok)), 10_000, 'servers prepared');
 }
 
 export async function postJson(url: string, body: unknown, headers: Record<string, string> = {}): Promise<{ status: number; json: Record<string, unknown>; headers: Headers; text: string }> {

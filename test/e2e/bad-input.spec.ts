@@ -1,0 +1,72 @@
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { ServerRegistry } from '../../src/servers';
+import { contextHandler, FakeWorker, generationHandler } from '../support/fake-worker';
+import { postJson, startRouter, type RunningRouter } from '../support/router-app';
+
+describe('bad input gets an OpenAI-style error with the right status', () => {
+  let ctx: FakeWorker;
+  let gen: FakeWorker;
+  let router: RunningRouter;
+  beforeAll(async () => {
+    ctx = await new FakeWorker(contextHandler()).start();
+    gen = await new FakeWorker(generationHandler()).start();
+    router = await startRouter({
+      context_servers: { urls: [ctx.url] },
+      generation_servers: { urls: [gen.url] },
+      limits: { max_body_bytes: 64 * 1024 },
+    });
+  });
+  afterAll(async () => {
+    await router?.close();
+    await ctx?.close();
+    await gen?.close();
+  });
+
+  const cases: [string, string, unknown, number, string | null][] = [
+    ['malformed JSON', '/v1/completions', '{"model": "m", "prompt": ', 400, null],
+    ['a non-object body', '/v1/completions', '[1,2]', 400, null],
+    ['missing model', '/v1/completions', { prompt: 'x' }, 400, 'model'],
+    ['model of the wrong type', '/v1/completions', { model: 5, prompt: 'x' }, 400, 'model'],
+    ['missing prompt', '/v1/completions', { model: 'm' }, 400, 'prompt'],
+    ['empty prompt', '/v1/completions', { model: 'm', prompt: '' }, 400, 'prompt'],
+    ['empty token list', '/v1/completions', { model: 'm', prompt: [] }, 400, 'prompt'],
+    ['batched prompts', '/v1/completions', { model: 'm', prompt: ['a', 'b'] }, 400, 'prompt'],
+    ['prompt of the wrong type', '/v1/completions', { model: 'm', prompt: { a: 1 } }, 400, 'prompt'],
+    ['stream not a boolean', '/v1/completions', { model: 'm', prompt: 'x', stream: 'yes' }, 400, 'stream'],
+    ['max_tokens not an integer', '/v1/completions', { model: 'm', prompt: 'x', max_tokens: 1.5 }, 400, 'max_tokens'],
+    ['missing messages', '/v1/chat/completions', { model: 'm' }, 400, 'messages'],
+    ['empty messages', '/v1/chat/completions', { model: 'm', messages: [] }, 400, 'messages'],
+    ['a message without role', '/v1/chat/completions', { model: 'm', messages: [{ content: 'x' }] }, 400, 'messages[0]'],
+  ];
+
+  it.each(cases)('%s', async (_name, path, body, status, param) => {
+    const res = await postJson(`${router.url}${path}`, body);
+    expect(res.status).toBe(status);
+    const error = res.json.error as Record<string, unknown>;
+    expect(error).toEqual({ message: expect.any(String), type: 'invalid_request_error', param, code: expect.any(String) });
+  });
+
+  it('a body over the limit is 413', async () => {
+    const res = await postJson(`${router.url}/v1/completions`, { model: 'm', prompt: 'x'.repeat(100 * 1024) });
+    expect(res.status).toBe(413);
+    expect((res.json.error as Record<string, unknown>).code).toBe('request_too_large');
+  });
+
+  it('a wrong content type is 400', async () => {
+    const res = await fetch(`${router.url}/v1/completions`, { method: 'POST', headers: { 'content-type': 'text/plain' }, body: 'hello' });
+    expect(res.status).toBe(400);
+    expect(((await res.json()) as { error: { type: string } }).error.type).toBe('invalid_request_error');
+  });
+
+  it('an unknown route is 404 JSON', async () => {
+    const res = await postJson(`${router.url}/v1/nothing`, {});
+    expect(res.status).toBe(404);
+    expect((res.json.error as Record<string, unknown>).type).toBe('not_found_error');
+  });
+
+  it('none of it reached a worker or left load behind', () => {
+    expect(ctx.requests('/v1/completions')).toHaveLength(0);
+    expect(gen.requests('/v1/completions')).toHaveLength(0);
+    expect(router.app.get(ServerRegistry).list().every((s) => s.activeRequests === 0)).toBe(true);
+  });
+});
