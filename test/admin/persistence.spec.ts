@@ -1,10 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { FakeWorker, generationHandler } from '../support/fake-worker';
 import { startRouter, type RunningRouter } from '../support/router-app';
-import { admin, complete, TestPoliciesModule, TOKEN, whenReady } from './admin-support';
+import { admin, complete, errorOf, TestPoliciesModule, TOKEN, whenReady } from './admin-support';
 
 describe('admin changes persisted to admin.persist_file', () => {
   let dir: string;
@@ -79,6 +79,22 @@ describe('admin changes persisted to admin.persist_file', () => {
       expect(ids).not.toContain(idOf(b));
     } finally {
       await second.close();
+    }
+  });
+
+  it('answers 500 when the file cannot be written, with the change in effect in memory', async () => {
+    const file = join(dir, 'blocked.json');
+    const router = await boot(file);
+    try {
+      // A directory where the file should go: the final rename fails.
+      mkdirSync(file);
+      const res = await admin(router.url, 'POST', 'servers', { url: b.url, role: 'generation' });
+      expect(res.status).toBe(500);
+      expect(errorOf(res)).toMatchObject({ type: 'server_error', code: 'persist_failed' });
+      expect((await servers(router)).map((s) => s.id)).toContain(idOf(b));
+      expect(readdirSync(dir).filter((f) => f.startsWith('blocked.json.'))).toEqual([]);
+    } finally {
+      await router.close();
     }
   });
 
