@@ -1,5 +1,6 @@
 import { DynamicModule, Module } from '@nestjs/common';
 import type { RouterConfig } from '../config';
+import { AdminAnnouncer } from './admin-announcer.service';
 import { AdminApiModule } from './admin-api.module';
 import { AdminCoreModule } from './admin-core.module';
 import { adminServedOn } from './admin-placement';
@@ -13,10 +14,10 @@ import { AdminPortHost } from './admin-port-host.service';
 export class AdminModule {
   static forRoot(config: RouterConfig): DynamicModule {
     const placement = adminServedOn(config);
-    if (placement === 'disabled') return { module: AdminModule };
+    if (placement === 'disabled') return { module: AdminModule, providers: [AdminAnnouncer] };
     if (placement === 'main') {
-      return { module: AdminModule, imports: [AdminCoreModule, AdminApiModule.register({ imports: [AdminCoreModule] })] };
+      return { module: AdminModule, imports: [AdminCoreModule, AdminApiModule.register({ imports: [AdminCoreModule] })], providers: [AdminAnnouncer] };
     }
-    return { module: AdminModule, imports: [AdminCoreModule], providers: [AdminPortHost], exports: [AdminPortHost] };
+    return { module: AdminModule, imports: [AdminCoreModule], providers: [AdminAnnouncer, AdminPortHost], exports: [AdminPortHost] };
   }
 }

@@ -2,11 +2,14 @@ import { PipeTransform } from '@nestjs/common';
 import type { z } from 'zod';
 import { invalidRequest } from '../openai/openai-error';
 
-/** Validates a body, param or query value with a zod schema; failures are OpenAI-style 400s. */
+/**
+ * Validates a request value with a zod schema; failures are OpenAI-style 400s naming the
+ * field. Without a name the value is the request body, which must be a JSON object.
+ */
 export class ZodValidationPipe<S extends z.ZodType> implements PipeTransform<unknown, z.output<S>> {
   constructor(
     private readonly schema: S,
-    /** Prefix of `param` in the error, e.g. the query key's name. */
+    /** The path or query parameter validated (its name prefixes `param` in errors). */
     private readonly name?: string,
   ) {}
 
