@@ -2,6 +2,7 @@ import 'reflect-metadata';
 import { Logger } from '@nestjs/common';
 import { createRouterApp } from './app.factory';
 import { buildConfig, ConfigError, configPathFrom, loadConfigFile, type RouterConfig } from './config';
+import { resolveAppLogger } from './observability/logging/app-logger';
 import { startEmbeddedCluster } from './simulator/embedded-cluster';
 
 /**
@@ -21,6 +22,9 @@ async function bootstrap(): Promise<void> {
     }
     throw err;
   }
+  // Structured lines from the first one on; the app keeps this logger.
+  const appLogger = await resolveAppLogger(config.logging);
+  Logger.overrideLogger(appLogger);
   let stopCluster: (() => Promise<void>) | undefined;
   if (config.simulate) {
     const cluster = await startEmbeddedCluster(config.simulate);
@@ -33,7 +37,7 @@ async function bootstrap(): Promise<void> {
     logger.log(`simulated context workers: ${cluster.contextUrls.join(', ') || 'none'}`);
     logger.log(`simulated generation workers: ${cluster.generationUrls.join(', ')}`);
   }
-  const app = await createRouterApp(config);
+  const app = await createRouterApp(config, { logger: appLogger });
   app.enableShutdownHooks();
   if (stopCluster) app.getHttpServer().once('close', () => void stopCluster!());
   await app.listen(config.port, config.hostname);
