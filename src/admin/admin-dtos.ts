@@ -52,11 +52,6 @@ export class DeletedServerDto {
   @ApiProperty() deleted!: boolean;
 }
 
-export class RouterSwitchDto {
-  @ApiProperty({ example: 'round_robin', description: 'routing policy name; every other key is an argument of that policy' })
-  type!: string;
-}
-
 export class RouterViewDto {
   @ApiProperty({ enum: SERVER_ROLES }) pool!: string;
   @ApiProperty() type!: string;

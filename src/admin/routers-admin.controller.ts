@@ -3,7 +3,7 @@ import { ApiBadRequestResponse, ApiBody, ApiOkResponse, ApiOperation, ApiParam, 
 import { SERVER_ROLES, type ServerRole } from '../config';
 import { AdminService, type RouterView } from './admin.service';
 import { routerSwitchSchema, serverRoleSchema, type RouterSwitchBody } from './admin-schemas';
-import { ErrorDto, RouterListDto, RouterSwitchDto, RouterViewDto } from './admin-dtos';
+import { ErrorDto, RouterListDto, RouterViewDto } from './admin-dtos';
 import { AdminEndpoint } from './admin-endpoint.decorator';
 import { ZodValidationPipe } from './zod-validation.pipe';
 
@@ -33,7 +33,16 @@ export class RoutersAdminController {
   @Put(':pool')
   @ApiOperation({ summary: "Switch a pool's routing policy at runtime; in-flight requests are not dropped" })
   @ApiParam({ name: 'pool', enum: SERVER_ROLES })
-  @ApiBody({ type: RouterSwitchDto, description: '`{type, ...args}`, as a pool router block in the config file' })
+  @ApiBody({
+    description: '`{type, ...args}`, as a pool router block in the config file',
+    schema: {
+      type: 'object',
+      required: ['type'],
+      properties: { type: { type: 'string', description: 'routing policy name' } },
+      additionalProperties: true,
+      example: { type: 'kv_cache_aware', use_tokens: false },
+    },
+  })
   @ApiOkResponse({ type: RouterViewDto })
   @ApiBadRequestResponse({ type: ErrorDto, description: 'unknown policy or invalid arguments' })
   switch(@Param('pool', poolParam) pool: ServerRole, @Body(new ZodValidationPipe(routerSwitchSchema)) body: RouterSwitchBody): Promise<RouterView> {
