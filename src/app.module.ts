@@ -1,10 +1,12 @@
 import { DynamicModule, Module, type ModuleMetadata } from '@nestjs/common';
 import { AdminModule } from './admin/admin.module';
+import { AdmissionModule } from './admission/admission.module';
 import { RouterConfigModule, type RouterConfig } from './config';
 import { DisaggModule } from './disagg/disagg.module';
 import { ServerDiscoveryModule } from './discovery/server-discovery.module';
 import { HttpSessionModule } from './http-session';
 import { HealthModule } from './health';
+import { LifecycleModule } from './lifecycle/lifecycle.module';
 import { ObservabilityModule } from './observability/observability.module';
 import { OpenAiModule } from './openai/openai.module';
 import { RoutingModule } from './routing';
@@ -26,6 +28,9 @@ export class AppModule {
         HttpSessionModule.forRoot(),
         // Early: its Fastify hooks (request id, log context) must see every request.
         ObservabilityModule.forRoot(options.config),
+        // First among the interceptors: a request refused for shutdown never queues for admission.
+        LifecycleModule,
+        AdmissionModule,
         ServersModule,
         RoutingModule,
         DisaggModule,

@@ -3,6 +3,7 @@ import { Logger } from '@nestjs/common';
 import { createRouterApp } from './app.factory';
 import { buildConfig, ConfigError, configPathFrom, loadConfigFile, type RouterConfig } from './config';
 import { resolveAppLogger } from './observability/logging/app-logger';
+import { enableGracefulShutdown } from './lifecycle/graceful-shutdown';
 import { startEmbeddedCluster } from './simulator/embedded-cluster';
 
 /**
@@ -38,7 +39,7 @@ async function bootstrap(): Promise<void> {
     logger.log(`simulated generation workers: ${cluster.generationUrls.join(', ')}`);
   }
   const app = await createRouterApp(config, { logger: appLogger });
-  app.enableShutdownHooks();
+  enableGracefulShutdown(app);
   if (stopCluster) app.getHttpServer().once('close', () => void stopCluster!());
   await app.listen(config.port, config.hostname);
   logger.log(`disagg-router listening on http://${config.hostname}:${config.port} (config ${path})`);

@@ -59,6 +59,26 @@ const limitsSchema = z.strictObject({
   /** Requests that may wait for a slot once max_in_flight is reached. */
   queue_size: z.number().int().nonnegative().default(0),
   queue_timeout_ms: z.number().int().nonnegative().default(10_000),
+  /** Concurrent upstream calls per pool (a request holds a slot for its phase only); 0 = unlimited. */
+  max_in_flight_per_pool: z
+    .strictObject({
+      context: z.number().int().nonnegative().default(0),
+      generation: z.number().int().nonnegative().default(0),
+    })
+    .default(() => ({ context: 0, generation: 0 })),
+  /** Client API keys (bearer tokens) with a token-bucket rate limit each; none = off. */
+  api_keys: z
+    .array(
+      z.strictObject({
+        key: z.string().min(1),
+        requests_per_second: z.number().positive(),
+        /** Requests allowed in a burst; defaults to one second's worth. */
+        burst: positiveInt.optional(),
+      }),
+    )
+    .default([]),
+  /** With api_keys configured: refuse requests without a listed key (401) instead of letting them through unlimited. */
+  reject_unknown_keys: z.boolean().default(false),
 });
 
 const healthSchema = z.strictObject({

@@ -1,5 +1,6 @@
-import { Inject, Injectable, Logger } from '@nestjs/common';
+import { Inject, Injectable, Logger, Optional } from '@nestjs/common';
 import type { Dispatcher } from 'undici';
+import { AdmissionService } from '../admission/admission.service';
 import { ROUTER_CONFIG, type RouterConfig, type ServerRole } from '../config';
 import { HttpSessionClosedError, HttpSessionProvider } from '../http-session';
 import { OpenAiError } from '../openai/openai-error';
@@ -47,6 +48,7 @@ export class DisaggService {
     private readonly routers: RouterManager,
     private readonly servers: ServerRegistry,
     private readonly events: RequestEvents,
+    @Optional() private readonly admission?: AdmissionService,
   ) {}
 
   /** Aggregated when no context server is known at all (static or discovered). */
@@ -68,7 +70,10 @@ export class DisaggService {
     let status = 200;
     try {
       status = await this.run(flow, body, disaggId);
-    } catch (err) {
+    } catch (caught) {
+      const err = caught instanceof NoServerAvailableError
+        ? new OpenAiError(503, caught.message, { code: 'no_server_available', headers: { 'retry-after': '1' } })
+        : caught;
       status = err instanceof OpenAiError ? err.getStatus() : err instanceof ClientGoneError ? 499 : 500;
       if (err instanceof OpenAiError) flow.done.errorKind ??= err.body.error.code ?? err.body.error.type;
       throw err;
@@ -335,7 +340,8 @@ export class DisaggService {
           body: typeof body === 'string' ? body : body(),
           signal: flow.channel.signal,
           headersTimeoutMs: timeoutMs,
-          bodyTimeoutMs: stream ? (this.config.timeouts.stream_idle_s ?? 0) * 1000 : timeoutMs,
+          // A stalled stream must never hang forever: without stream_idle_s, request_s bounds the silence.
+          bodyTimeoutMs: stream ? (this.config.timeouts.stream_idle_s ?? this.config.timeouts.request_s) * 1000 : timeoutMs,
         });
         if (res.statusCode < 500) return { router, route, res };
         const detail = (await res.body.text().catch(() => '')).slice(0, 200);
@@ -361,13 +367,13 @@ export class DisaggService {
   }
 
   private async pick(flow: Flow, router: Router, role: ServerRole, excluded: readonly string[]): Promise<RouteResult> {
+    // A per-pool slot is held with the reservation and released in finish().
+    if (this.admission?.poolLimited(role)) await this.admission.enterPool(role, flow.channel.signal);
     let route: RouteResult;
     try {
       route = await router.getNextServer(flow.routing, { excludeServer: excluded });
     } catch (err) {
-      if (err instanceof NoServerAvailableError) {
-        throw new OpenAiError(503, err.message, { code: 'no_server_available', headers: { 'retry-after': '1' } });
-      }
+      this.admission?.leavePool(role);
       throw err;
     }
     flow.pending.push(router);
@@ -380,6 +386,7 @@ export class DisaggService {
     const i = flow.pending.indexOf(router);
     if (i < 0) return;
     flow.pending.splice(i, 1);
+    this.admission?.leavePool(router.role);
     router.finishRequest(flow.routing, { success }).catch((err: Error) => {
       this.logger.error(`finishRequest on the ${router.role} router failed: ${err.message}`);
     });

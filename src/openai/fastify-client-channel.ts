@@ -13,12 +13,29 @@ export class FastifyClientChannel implements ClientChannel {
   constructor(
     reply: FastifyReply,
     readonly requestId: string,
+    stopSignal?: AbortSignal,
   ) {
     reply.hijack();
     this.res = reply.raw;
     this.res.once('close', () => {
       if (!this.res.writableFinished) this.controller.abort();
     });
+    // The client may have left while the request waited for admission.
+    if (this.res.destroyed || this.res.socket?.destroyed) this.controller.abort();
+    if (stopSignal) this.followStop(stopSignal);
+  }
+
+  /** True when the router itself aborted the request (shutdown drain deadline), not the client. */
+  stoppedForShutdown = false;
+
+  private followStop(stop: AbortSignal): void {
+    const onStop = (): void => {
+      this.stoppedForShutdown = true;
+      this.controller.abort();
+    };
+    if (stop.aborted) return onStop();
+    stop.addEventListener('abort', onStop, { once: true });
+    this.res.once('close', () => stop.removeEventListener('abort', onStop));
   }
 
   get signal(): AbortSignal {

@@ -1,18 +1,36 @@
-import { Controller, Logger, Post, Req, Res } from '@nestjs/common';
+import { Controller, Logger, OnModuleInit, Post, Req, Res } from '@nestjs/common';
+import { ModuleRef } from '@nestjs/core';
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import { ClientTraffic } from '../admission/client-traffic.decorator';
 import { DisaggService } from '../disagg/disagg.service';
 import { ClientGoneError } from '../disagg/upstream-failure';
+import { DrainService } from '../lifecycle/drain.service';
 import type { RequestKind } from '../routing';
+import { OpenAiError } from './openai-error';
 import { writeOpenAiError } from './error-response';
 import { FastifyClientChannel } from './fastify-client-channel';
 import { validateOpenAiRequest } from './request-validation';
 
 /** The OpenAI-compatible front door: completions and chat, streamed or not. */
 @Controller('v1')
-export class OpenAiController {
+@ClientTraffic()
+export class OpenAiController implements OnModuleInit {
   private readonly logger = new Logger('OpenAI');
+  private stopSignal?: AbortSignal;
 
-  constructor(private readonly disagg: DisaggService) {}
+  constructor(
+    private readonly disagg: DisaggService,
+    private readonly moduleRef: ModuleRef,
+  ) {}
+
+  /** The shutdown drain (when the app has one) aborts requests still running at its deadline. */
+  onModuleInit(): void {
+    try {
+      this.stopSignal = this.moduleRef.get(DrainService, { strict: false }).stopSignal;
+    } catch {
+      this.stopSignal = undefined;
+    }
+  }
 
   @Post('completions')
   completions(@Req() req: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
@@ -26,10 +44,14 @@ export class OpenAiController {
 
   private async serve(kind: RequestKind, req: FastifyRequest, reply: FastifyReply): Promise<void> {
     const body = validateOpenAiRequest(kind, req.body);
-    const channel = new FastifyClientChannel(reply, req.id);
+    const channel = new FastifyClientChannel(reply, req.id, this.stopSignal);
     try {
       await this.disagg.handle(kind, body, channel);
     } catch (err) {
+      if (err instanceof ClientGoneError && channel.stoppedForShutdown) {
+        writeOpenAiError(channel.raw, new OpenAiError(503, 'the router is shutting down', { code: 'shutting_down' }), this.logger, req.id);
+        return;
+      }
       if (err instanceof ClientGoneError) {
         this.logger.log(`[${req.id}] client disconnected; upstream calls aborted`);
         channel.end();

@@ -1,0 +1,53 @@
+import { CanActivate, ExecutionContext, Inject, Injectable } from '@nestjs/common';
+import { Reflector } from '@nestjs/core';
+import type { FastifyRequest } from 'fastify';
+import { ROUTER_CONFIG, type RouterConfig } from '../config';
+import { OpenAiError } from '../openai/openai-error';
+import { CLIENT_TRAFFIC } from './client-traffic.decorator';
+import { TokenBucket } from './token-bucket';
+
+/**
+ * Per-API-key rate limit (limits.api_keys): the client's bearer token picks a token bucket.
+ * Without keys configured the guard returns at its first line.
+ */
+@Injectable()
+export class ApiKeyRateLimitGuard implements CanActivate {
+  private readonly buckets = new Map<string, TokenBucket>();
+  private readonly rejectUnknown: boolean;
+
+  constructor(
+    @Inject(ROUTER_CONFIG) config: RouterConfig,
+    private readonly reflector: Reflector,
+  ) {
+    for (const k of config.limits.api_keys) {
+      this.buckets.set(k.key, new TokenBucket(k.requests_per_second, k.burst ?? Math.max(1, Math.ceil(k.requests_per_second))));
+    }
+    this.rejectUnknown = config.limits.reject_unknown_keys;
+  }
+
+  canActivate(context: ExecutionContext): boolean {
+    if (this.buckets.size === 0) return true;
+    if (!this.reflector.getAllAndOverride<boolean>(CLIENT_TRAFFIC, [context.getHandler(), context.getClass()])) return true;
+    const req = context.switchToHttp().getRequest<FastifyRequest>();
+    const key = bearerToken(req.headers.authorization);
+    const bucket = key === undefined ? undefined : this.buckets.get(key);
+    if (!bucket) {
+      if (!this.rejectUnknown) return true;
+      throw new OpenAiError(401, key === undefined ? 'an API key is required (Authorization: Bearer <key>)' : 'invalid API key', {
+        code: 'invalid_api_key',
+      });
+    }
+    const wait = bucket.take();
+    if (wait === 0) return true;
+    throw new OpenAiError(429, 'rate limit exceeded for this API key', {
+      code: 'rate_limit_exceeded',
+      headers: { 'retry-after': String(Math.max(1, Math.ceil(wait))) },
+    });
+  }
+}
+
+function bearerToken(header: string | undefined): string | undefined {
+  if (!header || !header.startsWith('Bearer ')) return undefined;
+  const token = header.slice(7).trim();
+  return token || undefined;
+}

@@ -1,0 +1,3 @@
+export * from './drain.service';
+export * from './graceful-shutdown';
+export * from './lifecycle.module';
