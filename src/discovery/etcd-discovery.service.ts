@@ -111,7 +111,6 @@ export class EtcdDiscovery implements OnModuleInit, OnApplicationBootstrap, OnMo
     this.stopped = true;
     clearTimeout(this.retryTimer);
     clearInterval(this.refreshTimer);
-    this.releaseStartupHold?.();
     for (const off of this.cleanup.splice(0)) off();
     const watcher = this.watcher;
     this.watcher = undefined;

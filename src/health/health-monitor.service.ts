@@ -57,9 +57,15 @@ export class HealthMonitor implements OnApplicationBootstrap, OnModuleDestroy {
       () => this.requests.off('upstreamFailure', onFailure),
       () => this.requests.off('requestDone', onDone),
       this.registry.onEvent((event) => {
-        if (event.type !== 'removed') return;
-        this.breakers.delete(event.server.id);
-        this.unreachableStreak.delete(event.server.id);
+        const id = event.server.id;
+        if (event.type === 'removed') {
+          this.breakers.delete(id);
+          this.unreachableStreak.delete(id);
+        } else if (event.type === 'status' && event.server.status === 'ready' && this.breakers.get(id)?.state !== 'closed') {
+          // Made ready past the breaker (prepared again after a drain): a fresh start.
+          this.breakers.delete(id);
+          event.server.circuit = undefined;
+        }
       }),
     );
     this.schedule();

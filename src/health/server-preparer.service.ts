@@ -35,7 +35,8 @@ export class ServerPreparer implements OnModuleInit, OnModuleDestroy {
 
   onModuleInit(): void {
     this.unsubscribe = this.registry.onEvent((event) => {
-      if (event.type === 'added' && event.server.status === 'preparing') void this.prepare(event.server);
+      // Added from any source, or put back through preparation (e.g. an admin resuming a drained server).
+      if (event.type !== 'removed' && event.server.status === 'preparing') void this.prepare(event.server);
       if (event.type === 'removed') this.lastLogged.delete(event.server.id);
     });
   }
@@ -73,6 +74,7 @@ export class ServerPreparer implements OnModuleInit, OnModuleDestroy {
     if (this.registry.get(server.id) !== server || server.status !== 'preparing') return result;
     if (result.ready) {
       this.lastLogged.delete(server.id);
+      server.ejection = undefined;
       this.registry.setStatus(server, 'ready');
     } else if (this.lastLogged.get(server.id) !== result.error) {
       this.lastLogged.set(server.id, result.error!);

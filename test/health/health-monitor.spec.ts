@@ -140,6 +140,19 @@ describe('health monitor (static servers)', () => {
     expect(flaky.stats.requests.byType.plain).toBeGreaterThan(served);
   });
 
+  it('prepares a server put back into preparing at once (an admin resuming a drain), not at the next round', async () => {
+    const worker = await fake();
+    router = await startRouter({ generation_servers: { urls: [worker.url] }, health: { ...HEALTH, interval_s: 600 } });
+    const registry = router.app.get(ServerRegistry);
+    const server = serverOf(router, worker.url);
+    registry.setStatus(server, 'draining');
+    const infoFetches = worker.requests('/server_info').length;
+    registry.setStatus(server, 'preparing');
+    await waitFor(() => server.status === 'ready', 20_000, 'prepared again');
+    expect(worker.requests('/server_info').length).toBe(infoFetches + 1);
+    expect((await complete(router)).status).toBe(200);
+  });
+
   it('never puts a draining server back, healthy or not', async () => {
     const worker = await sim();
     const other = await fake();
