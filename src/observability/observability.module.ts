@@ -2,6 +2,7 @@ import { DynamicModule, Module, type Type } from '@nestjs/common';
 import type { RouterConfig } from '../config';
 import { DisaggModule } from '../disagg/disagg.module';
 import { RequestContextHooks } from './context/request-context.hooks';
+import { PayloadLogHooks } from './logging/payload-log.hooks';
 import { MetricsController } from './metrics/metrics.controller';
 import { MetricsService } from './metrics/metrics.service';
 import { RequestMetricsListener } from './metrics/request-metrics.listener';
@@ -9,7 +10,8 @@ import { PerfMetricsController } from './perf/perf-metrics.controller';
 import { PerfMetricsStore } from './perf/perf-metrics.store';
 
 /**
- * Metrics, request context and perf history. Global, so any module can inject MetricsService
+ * Metrics, request context (request ids in answers and log lines), payload logging when
+ * asked for, and perf history. Global, so any module can inject MetricsService
  * to report what only it sees (admission, KV events, discovery). The endpoints exist only
  * when enabled: `metrics.enabled` (default on), `perf_metrics.max_requests` > 0.
  */
@@ -24,7 +26,7 @@ export class ObservabilityModule {
       global: true,
       imports: [DisaggModule],
       controllers,
-      providers: [MetricsService, RequestMetricsListener, RequestContextHooks, PerfMetricsStore],
+      providers: [MetricsService, RequestMetricsListener, RequestContextHooks, PayloadLogHooks, PerfMetricsStore],
       exports: [MetricsService, PerfMetricsStore],
     };
   }

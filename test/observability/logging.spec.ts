@@ -71,6 +71,46 @@ describe('structured logs of a running router', () => {
   });
 });
 
+describe('logging.log_payloads: true', () => {
+  let gen: FakeWorker;
+  let app: NestFastifyApplication;
+  let url: string;
+  const capture = new LogCapture();
+
+  beforeAll(async () => {
+    gen = await new FakeWorker(generationHandler({ chunks: 2 })).start();
+    const config = buildConfig({ generation_servers: { urls: [gen.url] }, logging: { level: 'info', log_payloads: true } });
+    app = await createRouterApp(config, { logDestination: capture });
+    await app.listen(0, '127.0.0.1');
+    url = `http://127.0.0.1:${(app.getHttpServer().address() as { port: number }).port}`;
+    const registry = app.get(ServerRegistry);
+    await waitFor(() => registry.ready('generation').length === 1, 10_000, 'server ready');
+  });
+
+  afterAll(async () => {
+    await app?.close();
+    await gen?.close();
+  });
+
+  it('logs the prompt and the answer, streamed or not, under the request id', async () => {
+    expect((await postJson(`${url}/v1/completions`, { model: 'm', prompt: 'visible prompt' }, { 'x-request-id': 'pay-1' })).status).toBe(200);
+    const streamed = await fetch(`${url}/v1/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-request-id': 'pay-2' },
+      body: JSON.stringify({ model: 'm', prompt: 'streamed prompt', stream: true }),
+    });
+    await streamed.text();
+    await waitFor(() => capture.withId('pay-1').length >= 2 && capture.withId('pay-2').length >= 2, 5_000, 'payload lines');
+    const [req1, res1] = ['request payload', 'response payload'].map((m) => capture.withId('pay-1').find((l) => l.msg === m));
+    expect(req1).toMatchObject({ context: 'Payload', path: '/v1/completions', body: { prompt: 'visible prompt' } });
+    expect(res1).toMatchObject({ status: 200 });
+    expect(JSON.parse(String(res1!.body)).choices[0].text).toBe('AA');
+    const res2 = capture.withId('pay-2').find((l) => l.msg === 'response payload');
+    expect(String(res2!.body)).toContain('data: [DONE]');
+    expect(res2!.bytes).toBe(Buffer.byteLength(String(res2!.body)));
+  });
+});
+
 describe('the app logger', () => {
   it('censors prompts and completions unless payload logging is on', async () => {
     const quietCapture = new LogCapture();

@@ -84,6 +84,7 @@ describe('GET /metrics', () => {
     expect(await streamed.text()).toContain('[DONE]');
     const bad = await postJson(`${router.url}/v1/completions`, { prompt: 'no model' });
     expect(bad.status).toBe(400);
+    for (const path of ['/no/such/route', '/another/unknown']) expect((await fetch(`${router.url}${path}`)).status).toBe(404);
 
     const after = await scrape(router.url);
     const delta = (name: string, labels: Record<string, string> = {}): number =>
@@ -107,6 +108,9 @@ describe('GET /metrics', () => {
     expect(delta('http_requests_total', { method: 'POST', route: '/v1/completions', status: '200' })).toBe(3);
     expect(delta('http_requests_total', { method: 'POST', route: '/v1/completions', status: '400' })).toBe(1);
     expect(delta('requests_total', { status: '400' })).toBe(0);
+    // Unknown paths share one series: a scanner cannot grow the route label.
+    expect(delta('http_requests_total', { method: 'GET', route: 'unmatched', status: '404' })).toBe(2);
+    expect(samplesOf(after, `${NS}http_requests_total`).some((s) => s.labels.route.includes('no/such'))).toBe(false);
   });
 
   it('reads per-server load at scrape time', async () => {

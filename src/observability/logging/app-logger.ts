@@ -40,7 +40,11 @@ export async function createAppLogger(options: AppLoggerOptions): Promise<PinoLo
   if (!destination && options.pretty) {
     try {
       const { default: pretty } = await import('pino-pretty');
-      destination = pretty({ colorize: true, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname' });
+      destination = pretty({
+        translateTime: 'SYS:HH:MM:ss.l',
+        ignore: 'pid,hostname,context,reqId',
+        messageFormat: '{if context}[{context}] {end}{if reqId}({reqId}) {end}{msg}',
+      });
     } catch {
       prettyMissing = true;
     }
