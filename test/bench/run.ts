@@ -1,4 +1,5 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
+import { cpus, loadavg } from 'node:os';
 import { join, resolve } from 'node:path';
 import { STREAM_CHUNKS, completionBody, tokenIdBody } from './lib/payloads';
 import { pickDriver, runLoad } from './lib/load';
@@ -21,7 +22,7 @@ const args = new Map(process.argv.slice(2).map((a) => {
   return [k, v ?? 'true'] as const;
 }));
 const SECONDS = Number(args.get('seconds') ?? 4);
-const WARMUP_S = 1;
+const WARMUP_S = 2;
 const ROUNDS = Number(args.get('rounds') ?? 2);
 const CONNS = Number(args.get('connections') ?? 32);
 const ONLY = new Set((args.get('only') ?? 'main,latency,platform,transport').split(','));
@@ -31,6 +32,7 @@ const root = process.cwd();
 const outDir = resolve(root, 'bench-results');
 const logDir = join(outDir, 'logs');
 mkdirSync(logDir, { recursive: true });
+mkdirSync(join(outDir, 'profiles'), { recursive: true });
 const bin = (p: string): string => join(root, 'dist-bench/test/bench', p);
 const driver = pickDriver(args.get('driver'));
 
@@ -65,7 +67,8 @@ function routerConfig(up: BenchProc, policy: string): string {
 }
 
 const upstreamArgs = (up: BenchProc): string[] => [`--ctx=http://127.0.0.1:${up.ports[0]}`, `--gen=http://127.0.0.1:${up.ports[1]}`];
-const profileArgs = (name: string): string[] => (PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${join(outDir, 'profiles')}`, `--cpu-prof-name=${name}.cpuprofile`] : []);
+const profileDir = join(outDir, 'profiles');
+const profileArgs = (name: string): string[] => (args.get('profile') === 'boot' ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`, `--cpu-prof-name=${name}.cpuprofile`] : []);
 
 const starters: Record<string, Starter> = {
   bare: (up) => startProc({ name: 'bare', script: bin('procs/bare-proxy.js'), args: [...upstreamArgs(up), '--transport=undici-pool'], cpus: PROXY_CPU, logDir }),
@@ -75,6 +78,10 @@ const starters: Record<string, Starter> = {
   'nest-express': (up) => startProc({ name: 'nest-express', script: bin('procs/nest-proxy.js'), args: [...upstreamArgs(up), '--platform=express'], cpus: PROXY_CPU, logDir }),
   nginx: (up) => startNginx(up.ports[1], outDir, PROXY_CPU),
 };
+const ABLATION_SETS = ['als', 'metrics', 'enhancers', 'als,metrics,enhancers'];
+for (const a of ABLATION_SETS) {
+  starters[`router-${a}`] = (up) => startProc({ name: `router-no-${a.replace(/,/g, '-')}`, script: bin('procs/router.js'), args: [`--config=${routerConfig(up, 'round_robin')}`, `--ablate=${a}`], cpus: PROXY_CPU, logDir });
+}
 for (const t of TRANSPORTS) {
   starters[`t-${t}`] = (up) => startProc({ name: `t-${t}`, script: bin('procs/bare-proxy.js'), args: [...upstreamArgs(up), `--transport=${t}`], cpus: PROXY_CPU, logDir });
 }
@@ -125,9 +132,26 @@ function tables(): TableDef[] {
       title: `Session transport: node:http two-hop proxy, ${c} connections`,
       rows: TRANSPORTS.map((t) => ({ row: t, target: `t-${t}`, body: plain, stream: false, connections: c, ...(t === 'undici-pool' ? {} : { vs: { 'undici-pool': 'undici-pool' } }) })),
     },
+    {
+      name: 'ablation',
+      title: `Cost attribution: disagg-router round_robin with one component made a no-op, ${c} connections`,
+      rows: [
+        { row: 'bare', target: 'bare', body: plain, stream: false, connections: c },
+        { row: 'router, full', target: 'router-rr', body: plain, stream: false, connections: c, vs: { bare: 'bare' } },
+        ...ABLATION_SETS.map((a) => ({ row: `router without ${a}`, target: `router-${a}`, body: plain, stream: false, connections: c, vs: { bare: 'bare', full: 'router, full' } })),
+      ],
+    },
   ];
   if (PROFILE) {
-    return [{ name: 'profile', title: 'Profile run (router under --cpu-prof)', rows: all[0].rows.filter((r) => r.target === 'router-rr' && r.body !== tokens2k) }];
+    const wanted = (args.get('profile-targets') ?? 'router-rr').split(',');
+    const seen = new Set<string>();
+    const rows = all.flatMap((t) => t.rows).filter((r) => {
+      const key = `${r.target} ${r.body === streamed}`;
+      if (!wanted.includes(r.target) || r.body === tokens2k || r.connections !== CONNS || seen.has(key)) return false;
+      seen.add(key);
+      return true;
+    });
+    return [{ name: 'profile', title: 'Profile run (V8 CPU profiler on the measured window)', rows }];
   }
   return all.filter((t) => ONLY.has(t.name));
 }
@@ -136,9 +160,12 @@ async function measure(def: RowDef, url: string, target: BenchProc | undefined, 
   const load = { url, body: def.body, connections: def.connections };
   const ctx = { workDir: outDir, autocannonScript: bin('procs/autocannon-driver.js') };
   await runLoad(driver, { ...load, seconds: WARMUP_S }, ctx);
+  const profiling = PROFILE && args.get('profile') !== 'boot' && target?.profileStart !== undefined;
+  if (profiling) target!.profileStart!();
   const [before, upBefore] = await Promise.all([target?.stats(), up.stats()]);
   const r = await runLoad(driver, { ...load, seconds: SECONDS }, ctx);
   const [after, upAfter] = await Promise.all([target?.stats(), up.stats()]);
+  if (profiling) await target!.profileStop!(join(profileDir, `${def.row.replace(/[^\w]+/g, '-')}.cpuprofile`));
   const cpu = (a: typeof before, b: typeof before): number => (a && b ? b.cpuUserUs + b.cpuSystemUs - a.cpuUserUs - a.cpuSystemUs : 0);
   return {
     ...r,
@@ -225,6 +252,7 @@ function targets(all: RowResult[]): string[] {
 
 async function main(): Promise<void> {
   const started = new Date();
+  process.stdout.write(`load average before the run: ${loadavg().map((l) => l.toFixed(1)).join(' ')} on ${cpus().length} cores\n`);
   process.stdout.write(`disagg-router bench: driver ${driver}, ${SECONDS}s x ${ROUNDS} rounds per row, taskset ${hasTaskset() ? `proxy cpu${PROXY_CPU}, load+workers cpu${LOAD_CPU}` : 'unavailable'}\n`);
   const up = await startProc({ name: 'upstream', script: bin('procs/static-upstream.js'), cpus: LOAD_CPU, logDir });
   const all: RowResult[] = [];
@@ -239,12 +267,13 @@ async function main(): Promise<void> {
   } finally {
     await up.stop();
   }
+  md.splice(3, 0, `Machine load average at the end: ${loadavg().map((l) => l.toFixed(1)).join(' ')} on ${cpus().length} cores (other work on the machine makes figures noisy; compare within a table).`, '');
   const goals = targets(all);
   if (goals.length) md.push('### Targets', '', ...goals, '');
   if (PROFILE) {
-    for (const name of ['router-rr']) {
-      const file = join(outDir, 'profiles', `${name}.cpuprofile`);
-      md.push(`### Profile ${name} (top self time)`, '', '```', summarizeProfile(file, 30), '```', '');
+    for (const r of all) {
+      const file = join(profileDir, args.get('profile') === 'boot' ? 'router-rr.cpuprofile' : `${r.row.replace(/[^\w]+/g, '-')}.cpuprofile`);
+      md.push(`### Profile: ${r.row}`, '', '```', summarizeProfile(file, Number(args.get('top') ?? 30)), '```', '');
     }
   }
   const stamp = started.toISOString().replace(/[:.]/g, '-');

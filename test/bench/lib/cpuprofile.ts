@@ -54,9 +54,25 @@ export function summarizeProfile(file: string, top = 30): string {
     areas.set(area, (areas.get(area) ?? 0) + us);
   }
   const busy = total - idle;
+  // Inclusive time: every distinct function on a sample's stack gets the sample.
+  const parent = new Map<number, number>();
+  for (const n of profile.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
+  const inclusive = new Map<string, number>();
+  for (const [id, us] of selfUs) {
+    const seen = new Set<string>();
+    for (let cur: number | undefined = id; cur !== undefined; cur = parent.get(cur)) {
+      const f = byId.get(cur)!.callFrame;
+      if (f.functionName === '(idle)' || f.functionName === '(root)') continue;
+      if (!/\/(src|test)\//.test(f.url) || f.url.includes('node_modules')) continue;
+      seen.add(`${f.functionName || '(anonymous)'}  ${f.url.replace(/^.*?\/(src|test)\//, '$1/')}:${f.lineNumber + 1}`);
+    }
+    for (const k of seen) inclusive.set(k, (inclusive.get(k) ?? 0) + us);
+  }
   const pct = (us: number): string => `${((us / busy) * 100).toFixed(1).padStart(5)}%`;
   const lines = [`busy ${(busy / 1e6).toFixed(2)} s of ${(total / 1e6).toFixed(2)} s sampled (percentages of busy time)`, '', 'top self time:'];
   for (const [k, us] of [...fns].sort((a, b) => b[1] - a[1]).slice(0, top)) lines.push(`${pct(us)}  ${k}`);
+  lines.push('', 'inclusive time of the app\'s own functions:');
+  for (const [k, us] of [...inclusive].sort((a, b) => b[1] - a[1]).slice(0, top)) lines.push(`${pct(us)}  ${k}`);
   lines.push('', 'self time by area:');
   for (const [k, us] of [...areas].sort((a, b) => b[1] - a[1]).slice(0, 20)) lines.push(`${pct(us)}  ${k}`);
   return lines.join('\n');

@@ -1,3 +1,6 @@
+import { writeFileSync } from 'node:fs';
+import { Session } from 'node:inspector';
+
 /**
  * The child side of a benchmarked process: tells the runner its port, answers CPU/RSS
  * samples, and exits cleanly on request (so `--cpu-prof` gets written).
@@ -8,8 +11,32 @@ export interface ProcStats {
   rssBytes: number;
 }
 
-export type ChildMessage = { type: 'ready'; port: number; ports?: number[] } | { type: 'stats'; stats: ProcStats } | { type: 'error'; message: string };
-export type ParentMessage = { type: 'stats' } | { type: 'stop' };
+export type ChildMessage =
+  | { type: 'ready'; port: number; ports?: number[] }
+  | { type: 'stats'; stats: ProcStats }
+  | { type: 'profiled'; file: string }
+  | { type: 'error'; message: string };
+export type ParentMessage = { type: 'stats' } | { type: 'stop' } | { type: 'profile-start' } | { type: 'profile-stop'; file: string };
+
+/**
+ * The V8 CPU profiler (as `node --cpu-prof`), started and stopped around the measured window
+ * only, so boot and warm-up do not dilute the figures.
+ */
+let profiler: Session | undefined;
+function profileCommand(m: ParentMessage, send: (m: ChildMessage) => void): void {
+  if (m.type === 'profile-start') {
+    profiler = new Session();
+    profiler.connect();
+    profiler.post('Profiler.enable', () => profiler!.post('Profiler.start'));
+  } else if (m.type === 'profile-stop' && profiler) {
+    const session = profiler;
+    session.post('Profiler.stop', (err, result) => {
+      if (!err) writeFileSync(m.file, JSON.stringify(result.profile));
+      session.disconnect();
+      send({ type: 'profiled', file: m.file });
+    });
+  }
+}
 
 export function serveChild(ports: number[], stop: () => Promise<void>): void {
   const send = (m: ChildMessage): void => {
@@ -19,6 +46,8 @@ export function serveChild(ports: number[], stop: () => Promise<void>): void {
     if (m.type === 'stats') {
       const cpu = process.cpuUsage();
       send({ type: 'stats', stats: { cpuUserUs: cpu.user, cpuSystemUs: cpu.system, rssBytes: process.memoryUsage.rss() } });
+    } else if (m.type === 'profile-start' || m.type === 'profile-stop') {
+      profileCommand(m, send);
     } else if (m.type === 'stop') {
       const timer = setTimeout(() => process.exit(0), 3000);
       void stop().finally(() => {

@@ -34,6 +34,8 @@ export interface BenchProc {
   ports: number[];
   stats(): Promise<ProcStats>;
   stop(): Promise<void>;
+  profileStart?(): void;
+  profileStop?(file: string): Promise<void>;
 }
 
 export interface StartOptions {
@@ -88,6 +90,17 @@ export async function startProc(o: StartOptions): Promise<BenchProc> {
         };
         child.on('message', on);
         send({ type: 'stats' });
+      }),
+    profileStart: () => send({ type: 'profile-start' }),
+    profileStop: (file) =>
+      new Promise<void>((resolve) => {
+        const on = (m: ChildMessage): void => {
+          if (m.type !== 'profiled') return;
+          child.off('message', on);
+          resolve();
+        };
+        child.on('message', on);
+        send({ type: 'profile-stop', file });
       }),
     stop: () =>
       new Promise<void>((resolve) => {

@@ -4,10 +4,12 @@ import { createRouterApp } from '../../../src/app.factory';
 import { buildConfig, type RouterConfigInput } from '../../../src/config';
 import { ServerRegistry } from '../../../src/servers';
 import { argOf, failChild, serveChild } from '../lib/proc-child';
+import { applyAblations } from './router-ablations';
 
 /** disagg-router itself, booted as main.ts does, with the config given as JSON. */
 async function main(): Promise<void> {
   const input = JSON.parse(argOf('config', '{}')) as RouterConfigInput;
+  applyAblations(argOf('ablate'));
   // The production logger levels: the bench measures what is shipped.
   const app = await createRouterApp(buildConfig(input));
   await app.listen(0, '127.0.0.1');

@@ -1,0 +1,38 @@
+import type { CallHandler } from '@nestjs/common';
+import { AdmissionInterceptor } from '../../../src/admission/admission.interceptor';
+import { ApiKeyRateLimitGuard } from '../../../src/admission/api-key-rate-limit.guard';
+import { StartupGuard } from '../../../src/health/startup.guard';
+import { DrainInterceptor } from '../../../src/lifecycle/drain.interceptor';
+import { requestContextStorage } from '../../../src/observability/context/request-context';
+import { MetricsService } from '../../../src/observability/metrics/metrics.service';
+
+/**
+ * Cost attribution only (`--ablate=...` of the router process in the ablation table): each
+ * switch turns one per-request component into a no-op, so the difference in CPU per request
+ * against the full router is that component's cost. Never used outside the bench.
+ */
+export const ABLATIONS: Record<string, () => void> = {
+  /** AsyncLocalStorage.run in the preHandler hook (enables promise hooks process-wide on Node 20). */
+  als: () => {
+    requestContextStorage.run = ((_store: unknown, cb: (...a: unknown[]) => unknown, ...a: unknown[]) => cb(...a)) as typeof requestContextStorage.run;
+  },
+  /** prom-client counters and histograms fed on every request. */
+  metrics: () => {
+    for (const m of ['httpResponse', 'requestDone', 'routed'] as const) MetricsService.prototype[m] = () => undefined;
+  },
+  /** The global guards' and interceptors' own work (Nest's enhancer machinery stays). */
+  enhancers: () => {
+    StartupGuard.prototype.canActivate = () => true;
+    ApiKeyRateLimitGuard.prototype.canActivate = () => true;
+    AdmissionInterceptor.prototype.intercept = (_c, next: CallHandler) => next.handle();
+    DrainInterceptor.prototype.intercept = (_c, next: CallHandler) => next.handle();
+  },
+};
+
+export function applyAblations(list: string): void {
+  for (const name of list.split(',').filter(Boolean)) {
+    const apply = ABLATIONS[name];
+    if (!apply) throw new Error(`unknown ablation '${name}'; known: ${Object.keys(ABLATIONS).join(', ')}`);
+    apply();
+  }
+}
