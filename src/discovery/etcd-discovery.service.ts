@@ -1,7 +1,8 @@
-import { Inject, Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy, OnModuleInit } from '@nestjs/common';
+import { Inject, Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy, OnModuleInit, Optional } from '@nestjs/common';
 import type { Etcd3, IKeyValue, Watcher } from 'etcd3';
 import { ROUTER_CONFIG, type RouterConfig } from '../config';
 import { HealthMonitor, StartupGate } from '../health';
+import { MetricsService } from '../observability/metrics/metrics.service';
 import { ClusterStatus, ServerRegistry, type ServerState } from '../servers';
 import { createEtcdClient } from './etcd-client';
 import { parseEtcdEntry, type EtcdServerEntry } from './etcd-server-entry';
@@ -59,6 +60,7 @@ export class EtcdDiscovery implements OnModuleInit, OnApplicationBootstrap, OnMo
     private readonly status: ClusterStatus,
     private readonly monitor: HealthMonitor,
     private readonly startup: StartupGate,
+    @Optional() private readonly metrics?: MetricsService,
   ) {}
 
   get enabled(): boolean {
@@ -103,6 +105,7 @@ export class EtcdDiscovery implements OnModuleInit, OnApplicationBootstrap, OnMo
     if (!this.enabled) return;
     this.client = createEtcdClient({ hosts: this.endpoint, dialTimeoutMs: this.config.metadata_server_config!.health_check_timeout * 1000 });
     this.logger.log(`discovering servers from etcd at ${this.endpoint} (keys ${this.prefix}*)`);
+    this.metrics?.setEtcdConnected(false);
     void this.firstLoad();
     this.refreshTimer = setInterval(() => void this.refresh(), this.config.metadata_server_config!.refresh_interval * 1000);
   }
@@ -279,6 +282,7 @@ export class EtcdDiscovery implements OnModuleInit, OnApplicationBootstrap, OnMo
     this.isConnected = true;
     this.disconnectedSince = undefined;
     this.lastError = undefined;
+    this.metrics?.setEtcdConnected(true);
   }
 
   private markDisconnected(err: unknown): void {
@@ -288,6 +292,7 @@ export class EtcdDiscovery implements OnModuleInit, OnApplicationBootstrap, OnMo
     const wasConnected = this.isConnected;
     this.isConnected = false;
     this.disconnectedSince = Date.now();
+    this.metrics?.setEtcdConnected(false);
     this.logger.warn(
       wasConnected
         ? `etcd at ${this.endpoint} unreachable (${this.lastError}): keeping the ${this.state().servers} known servers until it returns`

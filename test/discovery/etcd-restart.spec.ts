@@ -36,6 +36,7 @@ describe('etcd outage and restart', () => {
     const discovery = router.app.get(EtcdDiscovery);
     const ready = (url: string) => registry.findByUrl('generation', url)?.status === 'ready';
     const complete = () => postJson(`${router.url}/v1/completions`, { model: 'm', prompt: 'hi', max_tokens: 2 });
+    const etcdGauge = async () => /^disagg_router_etcd_connected (\d)$/m.exec(await (await fetch(`${router.url}/metrics`)).text())?.[1];
     await waitFor(() => ready(first.url), 20_000, 'first worker ready');
     expect((await complete()).status).toBe(200);
 
@@ -45,6 +46,7 @@ describe('etcd outage and restart', () => {
     expect(info.metadata_server).toMatchObject({ connected: false, servers: 1 });
     expect(info.metadata_server.disconnected_since).not.toBeNull();
     expect(info.metadata_server.last_error).toEqual(expect.any(String));
+    expect(await etcdGauge()).toBe('0');
     // Not a 503 while the servers still work.
     expect((await fetch(`${router.url}/health`)).status).toBe(200);
     const served = first.requests('/v1/completions').length;
@@ -56,6 +58,7 @@ describe('etcd outage and restart', () => {
     await waitFor(() => ready(second.url), 30_000, 'second worker picked up after the restart');
     await waitFor(() => discovery.connected, 30_000, 'reconnected');
     expect(ready(first.url)).toBe(true);
+    expect(await etcdGauge()).toBe('1');
     for (let i = 0; i < 4; i++) expect((await complete()).status).toBe(200);
     expect(second.requests('/v1/completions').length).toBeGreaterThan(0);
   });
