@@ -1,7 +1,7 @@
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from '@jest/globals';
 import { RouterManager } from '../../src/routing';
 import { ServerRegistry } from '../../src/servers';
-import { FakeWorker } from '../support/fake-worker';
+import { contextHandler, FakeWorker, generationHandler, type FakeHandler } from '../support/fake-worker';
 import { startRouter, waitFor, type RunningRouter } from '../support/router-app';
 import { admin, complete, errorOf, Gate, heldStreamHandler, openStream, TestPoliciesModule, TOKEN, whenReady } from './admin-support';
 
@@ -175,5 +175,45 @@ describe('admin changes and live traffic', () => {
     const generation = (routers.body.routers as Array<{ pool: string; state: { in_flight: number; servers: Array<Record<string, number>> } }>).find((r) => r.pool === 'generation')!;
     expect(generation.state.in_flight).toBe(0);
     expect(generation.state.servers.every((s) => s.active_requests === 0 && s.active_tokens === 0)).toBe(true);
+  });
+});
+
+describe('draining a context server mid-request', () => {
+  it('lets the context call finish, sends the next requests elsewhere, then removes the server', async () => {
+    const gate = new Gate();
+    const answer = contextHandler();
+    let held = false;
+    // Whichever context server gets the first request holds it until the gate opens.
+    const handler: FakeHandler = async (req, res, w) => {
+      if (!held) {
+        held = true;
+        await gate.promise;
+      }
+      await answer(req, res, w);
+    };
+    const ctxA = await new FakeWorker(handler).start();
+    const ctxB = await new FakeWorker(handler).start();
+    const gen = await new FakeWorker(generationHandler()).start();
+    const router = await startRouter({ context_servers: { urls: [ctxA.url, ctxB.url] }, generation_servers: { urls: [gen.url] }, admin: { token: TOKEN } });
+    try {
+      const pending = complete(router.url);
+      await waitFor(() => ctxA.requests(COMPLETIONS).length + ctxB.requests(COMPLETIONS).length === 1, 10_000, 'first context call');
+      const [busy, other] = ctxA.requests(COMPLETIONS).length === 1 ? [ctxA, ctxB] : [ctxB, ctxA];
+      const id = `context-127.0.0.1-${busy.port}`;
+      const drained = await admin(router.url, 'POST', `servers/${id}/drain?remove=true`);
+      expect(drained.body).toMatchObject({ removed: false, server: { role: 'context', state: 'draining', active_requests: 1 } });
+      await complete(router.url);
+      await complete(router.url);
+      expect(busy.requests(COMPLETIONS)).toHaveLength(1);
+      expect(other.requests(COMPLETIONS)).toHaveLength(2);
+      gate.open();
+      expect((await pending).choices).toBeDefined();
+      await waitFor(() => router.app.get(ServerRegistry).get(id) === undefined, 10_000, 'drained context server removed');
+      expect(gen.requests(COMPLETIONS)).toHaveLength(3);
+    } finally {
+      gate.open();
+      await router.close();
+      await Promise.all([ctxA.close(), ctxB.close(), gen.close()]);
+    }
   });
 });
