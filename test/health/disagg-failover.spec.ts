@@ -1,0 +1,58 @@
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { RequestEvents, type RoutedEvent } from '../../src/disagg/request-events';
+import { ServerRegistry } from '../../src/servers';
+import { startSimCluster, type SimCluster } from '../../src/simulator';
+import { postJson, startRouter, waitFor, type RunningRouter } from '../support/router-app';
+
+describe('context server killed in the disaggregated flow', () => {
+  let cluster: SimCluster;
+  let router: RunningRouter;
+
+  beforeAll(async () => {
+    cluster = await startSimCluster({ context: 2, generation: 1, tokenizer: 'bytes' });
+    router = await startRouter({
+      max_retries: 1,
+      context_servers: { urls: cluster.contextUrls },
+      generation_servers: { urls: cluster.generationUrls },
+      health: { interval_s: 60, timeout_s: 2, startup_wait_s: 0 },
+    });
+  });
+  afterAll(async () => {
+    await router?.close();
+    await cluster?.close();
+  });
+
+  it('fails in-flight context calls over, ejects the dead server, then reports the pool empty', async () => {
+    const [victim, survivor] = cluster.contextWorkers;
+    const registry = router.app.get(ServerRegistry);
+    const routed: RoutedEvent[] = [];
+    router.app.get(RequestEvents).on('routed', (e) => routed.push(e));
+    const complete = () => postJson(`${router.url}/v1/completions`, { model: 'm', prompt: 'hello there', max_tokens: 3 });
+
+    victim.setFaults({ kind: 'hang' });
+    const inFlight = [complete(), complete(), complete(), complete()];
+    await waitFor(() => victim.stats.faultsInjected.hang === 2, 20_000, 'two context calls held');
+    await victim.close();
+    expect((await Promise.all(inFlight)).map((r) => r.status)).toEqual([200, 200, 200, 200]);
+
+    const victimState = registry.findByUrl('context', victim.url)!;
+    for (let i = 0; i < 3 && victimState.status === 'ready'; i++) expect((await complete()).status).toBe(200);
+    expect(victimState.status).toBe('unhealthy');
+    const mark = routed.length;
+    for (let i = 0; i < 4; i++) expect((await complete()).status).toBe(200);
+    expect(routed.slice(mark).filter((e) => e.role === 'context').map((e) => e.server.url)).toEqual(Array(4).fill(survivor.url));
+    expect((await fetch(`${router.url}/health`)).status).toBe(200);
+
+    await survivor.close();
+    const refused = await complete();
+    expect(refused.status).toBe(502);
+    await waitFor(() => registry.ready('context').length === 0, 20_000, 'context pool empty');
+    const health = await fetch(`${router.url}/health`);
+    expect(health.status).toBe(503);
+    expect(await health.json()).toEqual({ status: 'unavailable', reason: 'no context server is ready' });
+    const unavailable = await complete();
+    expect(unavailable.status).toBe(503);
+    expect((unavailable.json.error as { code: string }).code).toBe('no_server_available');
+    for (const s of registry.list()) expect(s.activeRequests).toBe(0);
+  });
+});
