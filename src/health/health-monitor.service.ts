@@ -35,7 +35,8 @@ export class HealthMonitor implements OnApplicationBootstrap, OnModuleDestroy {
   private readonly emitter = new EventEmitter<MonitorEvents>();
   private readonly unsubscribe: Array<() => void> = [];
   private timer?: NodeJS.Timeout;
-  private round?: Promise<void>;
+  /** Checks in progress, awaited at shutdown. */
+  private readonly running = new Set<Promise<void>>();
   private stopped = false;
 
   constructor(
@@ -75,8 +76,8 @@ export class HealthMonitor implements OnApplicationBootstrap, OnModuleDestroy {
     this.stopped = true;
     clearTimeout(this.timer);
     for (const off of this.unsubscribe.splice(0)) off();
-    // Let a running round end (the session aborts its calls when it closes).
-    await this.round;
+    // Let running checks end (each is bounded by timeout_s).
+    await Promise.all([...this.running]);
   }
 
   /** A server found unreachable `failure_threshold` times in a row (discovery removes its key). */
@@ -86,20 +87,29 @@ export class HealthMonitor implements OnApplicationBootstrap, OnModuleDestroy {
   }
 
   /** Runs one round of checks now (tests and admin use it; the timer runs it every interval). */
-  checkAll(): Promise<void> {
-    const round = Promise.all(this.registry.list().map((s) => this.checkOne(s))).then(() => undefined);
-    this.round = round;
-    return round;
+  async checkAll(): Promise<void> {
+    await Promise.all(
+      this.registry.list().map((server) => {
+        const check = this.checkOne(server);
+        this.running.add(check);
+        return check.finally(() => this.running.delete(check));
+      }),
+    );
   }
 
   breakerOf(server: ServerState): CircuitBreaker | undefined {
     return this.breakers.get(server.id);
   }
 
+  /**
+   * A round every interval, whatever the previous one is doing: a server whose check is still
+   * running (a hung server, up to timeout_s) is skipped, and does not delay the others.
+   */
   private schedule(): void {
     if (this.stopped) return;
     this.timer = setTimeout(() => {
-      void this.checkAll().finally(() => this.schedule());
+      void this.checkAll();
+      this.schedule();
     }, this.options.intervalMs);
   }
 

@@ -82,6 +82,23 @@ describe('health monitor (static servers)', () => {
     expect(sick.stats.requests.byType.plain).toBeGreaterThan(before);
   });
 
+  it('ejects a server whose /health hangs (check timeout) and readmits it; other servers' checks go on', async () => {
+    const hung = await sim();
+    const other = await sim();
+    router = await startRouter({ generation_servers: { urls: [hung.url, other.url] }, health: { ...HEALTH, timeout_s: 0.5 } });
+    const hungState = serverOf(router, hung.url);
+    const otherState = serverOf(router, other.url);
+    hung.setFaults({ kind: 'hang', endpoints: ['health'] });
+    await waitFor(() => hungState.status === 'unhealthy', 20_000, 'hung server ejected');
+    expect(hungState.ejection?.detail).toMatch(/timeout/i);
+    // The other server's checks go on while the hung one's are pending.
+    other.setHealthy(false);
+    await waitFor(() => otherState.status === 'unhealthy', 20_000, 'other server ejected too');
+    hung.clearFaults();
+    other.setHealthy(true);
+    await waitFor(() => hungState.status === 'ready' && otherState.status === 'ready', 20_000, 'both back');
+  });
+
   it('a worker killed mid-traffic: in-flight requests fail over, then it gets no more requests', async () => {
     let held = 0;
     // The victim holds every completion until it dies.
