@@ -38,7 +38,7 @@ export class ClusterStatus {
       if (!r.ready) return r;
     }
     if (this.servers.ready('generation').length === 0) return { ready: false, reason: 'no generation server is ready' };
-    if (this.servers.list('context').length > 0 && this.servers.ready('context').length === 0) {
+    if (this.servers.hasContextPool() && this.servers.ready('context').length === 0) {
       return { ready: false, reason: 'no context server is ready' };
     }
     return { ready: true };

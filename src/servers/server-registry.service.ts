@@ -67,6 +67,15 @@ export class ServerRegistry {
     return this.list(role).filter((s) => s.status === 'ready');
   }
 
+  /**
+   * Whether requests take the disaggregated path: the config declared context servers, or a
+   * discovered/added one has been admitted. A context server still being prepared does not
+   * switch an aggregated cluster over (it would answer 503 until the server is ready).
+   */
+  hasContextPool(): boolean {
+    return this.list('context').some((s) => s.source === 'config' || s.status !== 'preparing');
+  }
+
   onEvent(listener: (event: ServerEvent) => void): () => void {
     this.events.on('event', listener);
     return () => this.events.off('event', listener);

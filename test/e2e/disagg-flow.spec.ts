@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from '@jest/globals';
 import { ServerRegistry } from '../../src/servers';
 import { contextHandler, FakeWorker, generationHandler } from '../support/fake-worker';
+import { unusedPort } from '../support/free-port';
 import { postJson, startRouter, waitFor, type RunningRouter } from '../support/router-app';
 import { postStream as stream, readSse } from '../support/sse';
 
@@ -148,5 +149,16 @@ describe('aggregated mode (no context servers)', () => {
     const body = gen.requests('/v1/completions')[0].body!;
     expect(body).toEqual({ model: 'm', prompt: 'hello', custom: 1 });
     expect(res.json.usage).toMatchObject({ prompt_tokens: 999 });
+  });
+
+  it('stays aggregated while an added context server is still being prepared', async () => {
+    const registry = router.app.get(ServerRegistry);
+    const pending = registry.add({ url: `http://127.0.0.1:${await unusedPort()}`, role: 'context', source: 'admin' });
+    expect(pending.status).toBe('preparing');
+    const res = await postJson(`${router.url}/v1/completions`, { model: 'm', prompt: 'still aggregated' });
+    expect(res.status).toBe(200);
+    expect(gen.requests('/v1/completions').at(-1)!.body!.disaggregated_params).toBeUndefined();
+    expect((await fetch(`${router.url}/health`)).status).toBe(200);
+    registry.remove(pending);
   });
 });
