@@ -103,7 +103,8 @@ export class EtcdDiscovery implements OnModuleInit, OnApplicationBootstrap, OnMo
 
   onApplicationBootstrap(): void {
     if (!this.enabled) return;
-    this.client = createEtcdClient({ hosts: this.endpoint, dialTimeoutMs: this.config.metadata_server_config!.health_check_timeout * 1000 });
+    // health_check_timeout is accepted for trtllm-serve configs; worker checks use health.timeout_s.
+    this.client = createEtcdClient({ hosts: this.endpoint });
     this.logger.log(`discovering servers from etcd at ${this.endpoint} (keys ${this.prefix}*)`);
     this.metrics?.setEtcdConnected(false);
     void this.firstLoad();
