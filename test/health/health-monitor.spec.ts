@@ -82,7 +82,7 @@ describe('health monitor (static servers)', () => {
     expect(sick.stats.requests.byType.plain).toBeGreaterThan(before);
   });
 
-  it('ejects a server whose /health hangs (check timeout) and readmits it; other servers' checks go on', async () => {
+  it('ejects a server whose /health hangs (check timeout) and readmits it while the other servers are still checked', async () => {
     const hung = await sim();
     const other = await sim();
     router = await startRouter({ generation_servers: { urls: [hung.url, other.url] }, health: { ...HEALTH, timeout_s: 0.5 } });
