@@ -1,6 +1,6 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
 import type { Etcd3 } from 'etcd3';
-import { createEtcdClient, EtcdDiscovery } from '../../src/discovery';
+import { createEtcdClient, EtcdDiscovery, WorkerRegistration } from '../../src/discovery';
 import { ServerRegistry, type ServerState } from '../../src/servers';
 import { startSimWorker, type SimWorker } from '../../src/simulator';
 import { startEtcd, type EtcdServer } from '../support/etcd-server';
@@ -18,6 +18,7 @@ describe('etcd discovery', () => {
   let router: RunningRouter;
   let registry: ServerRegistry;
   const workers: Array<{ close(): Promise<void> }> = [];
+  const registrations: WorkerRegistration[] = [];
 
   const server = (url: string): ServerState | undefined => registry.findByUrl('generation', url);
   const complete = () => postJson(`${router.url}/v1/completions`, { model: 'm', prompt: 'hi', max_tokens: 2 });
@@ -32,12 +33,16 @@ describe('etcd discovery', () => {
     client = createEtcdClient({ hosts: etcd.endpoint });
     router = await startRouter({
       metadata_server_config: { hostname: etcd.host, port: etcd.port, refresh_interval: 30 },
+      // Replaced by the metadata server, as in trtllm-serve.
+      generation_servers: { urls: ['127.0.0.1:9'] },
       health: { interval_s: 0.2, timeout_s: 2, failure_threshold: 2, startup_wait_s: 0 },
     });
     registry = router.app.get(ServerRegistry);
     await waitFor(() => router.app.get(EtcdDiscovery).connected, 20_000, 'etcd connected');
   });
   afterEach(async () => {
+    // Helpers first: they would register their worker again.
+    await Promise.all(registrations.splice(0).map((r) => r.close()));
     await client.delete().prefix('trtllm/').exec();
     await waitFor(() => registry.list().length === 0, 20_000, 'servers gone');
     await Promise.all(workers.splice(0).map((w) => w.close()));
@@ -50,6 +55,7 @@ describe('etcd discovery', () => {
 
   it('routes to a worker once its key is put, and stops when the key is deleted', async () => {
     const worker = await fakeWorker();
+    expect(registry.list()).toHaveLength(0);
     expect((await complete()).status).toBe(503);
     await client.put('trtllm/worker-a').value(trtllmValue(worker.url, 'GENERATION'));
     await waitFor(() => server(worker.url)?.status === 'ready', 20_000, 'worker ready');
@@ -115,5 +121,22 @@ describe('etcd discovery', () => {
     await doomed.close();
     await waitFor(async () => (await client.get('trtllm/doomed').string()) === null, 20_000, 'dead key removed');
     await waitFor(() => server(doomed.url) === undefined, 20_000, 'dead server removed');
+  });
+
+  it('a worker whose key was removed as dead registers again through its helper once it is back', async () => {
+    let worker: SimWorker = await startSimWorker({ role: 'generation', tokenizer: 'bytes' });
+    const port = worker.port;
+    const registration = await WorkerRegistration.start({ etcd: etcd.endpoint, url: worker.url, role: 'generation', ttlS: 30 });
+    registrations.push(registration);
+    await waitFor(() => server(worker.url)?.status === 'ready', 20_000, 'ready');
+    await worker.close();
+    await waitFor(async () => (await client.get(registration.key).string()) === null, 20_000, 'dead key removed');
+    await waitFor(() => server(worker.url) === undefined, 20_000, 'removed');
+
+    worker = await startSimWorker({ role: 'generation', tokenizer: 'bytes', port });
+    workers.push(worker);
+    await waitFor(() => server(worker.url)?.status === 'ready', 20_000, 're-registered and ready');
+    expect((await complete()).status).toBe(200);
+    expect(worker.stats.requests.byType.plain).toBe(1);
   });
 });
