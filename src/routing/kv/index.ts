@@ -5,3 +5,4 @@ export * from './prompt-tokenizer';
 export * from './prompt-tokens';
 export * from './tokenizer-threads';
 export * from './block-hash-trie';
+export * from './fast-kv-events';

@@ -1,6 +1,6 @@
 import { Logger } from '@nestjs/common';
 import { HttpSessionClosedError } from '../../http-session';
-import { parseKvEvents } from '../../kv-cache/kv-events';
+import { parseKvEventsFast } from './fast-kv-events';
 import type { ServerState } from '../../servers';
 import { applyKvEvents, type AppliedEvents } from './kv-event-applier';
 
@@ -56,7 +56,7 @@ export async function pollOnce(server: ServerState, timeoutMs: number): Promise<
   try {
     const text = await server.fetchKvEventsText(timeoutMs);
     if (!text.trim()) return { ok: true, applied: { stored: 0, removed: 0, ignored: 0 } };
-    return { ok: true, applied: applyKvEvents(server, parseKvEvents(text)) };
+    return { ok: true, applied: applyKvEvents(server, parseKvEventsFast(text)) };
   } catch (err) {
     // Outside the session's lifetime there is nothing to poll with; not a worker fault.
     if (!(err instanceof HttpSessionClosedError)) {

@@ -17,10 +17,9 @@ export class PromptTokenizer {
     readonly name: string,
     threads: number,
   ) {
-    if (threads > 0 && THREADED_TOKENIZERS.includes(name)) {
-      this.pool = acquireTokenizerThreads(name, threads);
-      this.pool.warm();
-    }
+    // Threads start with the first text to tokenize (as TensorRT-LLM loads its tokenizer on
+    // first use): a router fed token ids never pays for loading a tokenizer.
+    if (threads > 0 && THREADED_TOKENIZERS.includes(name)) this.pool = acquireTokenizerThreads(name, threads);
   }
 
   async tokenLists(request: RoutingRequest): Promise<number[][]> {
