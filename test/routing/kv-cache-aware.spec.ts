@@ -128,6 +128,26 @@ describe('kv_cache_aware scoring', () => {
     expect((await r.getNextServer(request({ prompt }))).server).toBe(server);
   });
 
+  it('follows servers added and removed mid-traffic; a removed server still releases its load', async () => {
+    const { s, r } = make({}, 2);
+    const prompt = tokens(17);
+    cacheBlocks(s[0], prompt, TPB);
+    const held = request({ prompt });
+    expect((await r.getNextServer(held)).server.url).toBe(s[0].url);
+    const [late] = servers(1);
+    r.addServer(late);
+    cacheBlocks(late, prompt, TPB);
+    // Same full match; the newcomer has no load, so it wins.
+    const next = request({ prompt });
+    expect((await r.getNextServer(next)).server.url).toBe(late.url);
+    r.removeServer(s[0]);
+    const after = request({ prompt });
+    expect((await r.getNextServer(after)).server.url).not.toBe(s[0].url);
+    for (const q of [held, next, after]) await r.finishRequest(q);
+    expect([...s, late].map((x) => x.activeRequests)).toEqual([0, 0, 0]);
+    expect(r.snapshot().in_flight).toBe(0);
+  });
+
   it('gives no match on a server whose hash algorithm it cannot compute', async () => {
     const { s, r } = make({}, 2);
     const prompt = tokens(17);
