@@ -51,9 +51,9 @@ export class DisaggService {
     @Optional() private readonly admission?: AdmissionService,
   ) {}
 
-  /** Aggregated when no context server is known at all (static or discovered). */
+  /** Aggregated when the cluster has no context pool (see ServerRegistry.hasContextPool). */
   get aggregated(): boolean {
-    return this.servers.list('context').length === 0;
+    return !this.servers.hasContextPool();
   }
 
   async handle(kind: RequestKind, body: Record<string, unknown>, channel: ClientChannel): Promise<void> {
@@ -224,7 +224,8 @@ export class DisaggService {
       return 200;
     }
     if (!contentType.includes('text/event-stream')) {
-      res.body.destroy();
+      // dump() drains (or drops) the body without an unhandled 'error' event, which destroy() would emit.
+      res.body.dump().catch(() => undefined);
       this.finish(flow, router, false);
       this.badResponse(flow, 'generation', route, `a streaming answer of type '${contentType || 'none'}'`);
     }

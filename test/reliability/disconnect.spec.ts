@@ -1,0 +1,121 @@
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from '@jest/globals';
+import type { ServerResponse } from 'node:http';
+import { contextHandler, FakeWorker, generationHandler, type FakeHandler } from '../support/fake-worker';
+import { startRouter, waitFor, type RunningRouter } from '../support/router-app';
+import { COUNTING, CountingPolicyModule, ledger } from './support/counting-policy';
+import { expectSettled } from './support/leaks';
+
+const body = { model: 'm', prompt: 'hello' };
+const hang: FakeHandler = (_req, res) => void res.once('close', () => undefined);
+
+/** A streamed answer that sends one event, then holds the stream open. */
+const firstChunkThenHold: FakeHandler = (_req, res: ServerResponse) => {
+  res.writeHead(200, { 'content-type': 'text/event-stream' });
+  res.write(`data: ${JSON.stringify({ id: 'g', object: 'text_completion', choices: [{ index: 0, text: 'A', finish_reason: null }] })}\n\n`);
+};
+
+/** A non-streamed answer cut off after its head and part of its body. */
+const partialJsonThenHold: FakeHandler = (_req, res: ServerResponse) => {
+  res.writeHead(200, { 'content-type': 'application/json' });
+  res.write('{"id":"g","choices":[');
+};
+
+/**
+ * Switching handlers per test keeps one router (and its sockets) for the whole file: a
+ * disconnect must not leave anything behind that disturbs the next request.
+ */
+describe('client disconnect aborts upstream calls and finishes each reservation once', () => {
+  let ctx: FakeWorker;
+  let gen: FakeWorker;
+  let router: RunningRouter;
+  beforeAll(async () => {
+    ctx = await new FakeWorker(contextHandler()).start();
+    gen = await new FakeWorker(generationHandler()).start();
+    router = await startRouter({ context_servers: { urls: [ctx.url], ...COUNTING }, generation_servers: { urls: [gen.url], ...COUNTING } }, [CountingPolicyModule]);
+  });
+  afterAll(async () => {
+    await router.close();
+    await ctx.close();
+    await gen.close();
+    // The router's connections to the workers are gone with the app.
+    await waitFor(() => ctx.sockets.size === 0 && gen.sockets.size === 0, 5_000, 'worker sockets closed');
+  });
+  beforeEach(() => {
+    ledger.reset();
+    ctx.aborted = 0;
+    gen.aborted = 0;
+    ctx.received.length = 0;
+    gen.received.length = 0;
+  });
+  afterEach(async () => {
+    ctx.handler = contextHandler();
+    gen.handler = generationHandler();
+    await expectSettled(router);
+  });
+
+  /** Starts a request and aborts it once `when` holds; resolves after the client gave up. */
+  async function leaveWhen(stream: boolean, when: () => boolean, onResponse?: (res: Response) => Promise<void>): Promise<void> {
+    const client = new AbortController();
+    const done = (async () => {
+      try {
+        const res = await fetch(`${router.url}/v1/completions`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ ...body, stream }),
+          signal: client.signal,
+        });
+        if (onResponse) await onResponse(res);
+        await res.text();
+      } catch {
+        /* aborted */
+      }
+    })();
+    await waitFor(when, 5_000, 'the moment to leave');
+    client.abort();
+    await done;
+  }
+
+  it('during the context call: the context call is aborted, generation never starts', async () => {
+    ctx.handler = hang;
+    await leaveWhen(false, () => ctx.requests('/v1/completions').length === 1);
+    await waitFor(() => ctx.aborted === 1, 5_000, 'context call aborted upstream');
+    expect(gen.requests('/v1/completions')).toHaveLength(0);
+    await expectSettled(router);
+    expect(ledger.picks.size).toBe(1);
+  });
+
+  it('between the phases (generation not yet answering): the generation call is aborted', async () => {
+    gen.handler = hang;
+    await leaveWhen(true, () => gen.requests('/v1/completions').length === 1);
+    await waitFor(() => gen.aborted === 1, 5_000, 'generation call aborted upstream');
+    expect(ctx.aborted).toBe(0);
+    await expectSettled(router);
+    expect(ledger.picks.size).toBe(2);
+  });
+
+  it('mid-stream: the upstream stream is aborted', async () => {
+    gen.handler = firstChunkThenHold;
+    let gotChunk = false;
+    await leaveWhen(true, () => gotChunk, async (res) => {
+      const reader = res.body!.getReader();
+      await reader.read();
+      gotChunk = true;
+      await reader.read();
+    });
+    await waitFor(() => gen.aborted === 1, 5_000, 'generation stream aborted upstream');
+    await expectSettled(router);
+  });
+
+  it('while a non-streamed answer is being read: the upstream call is aborted', async () => {
+    gen.handler = partialJsonThenHold;
+    await leaveWhen(false, () => gen.requests('/v1/completions').length === 1);
+    await waitFor(() => gen.aborted === 1, 5_000, 'generation call aborted upstream');
+    await expectSettled(router);
+  });
+
+  it('the router still serves normally afterwards', async () => {
+    const res = await fetch(`${router.url}/v1/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    expect(res.status).toBe(200);
+    expect(((await res.json()) as { choices: unknown[] }).choices).toHaveLength(1);
+  });
+});
