@@ -1,4 +1,4 @@
-import { Etcd3 } from 'etcd3';
+import { Etcd3, type IOptions } from 'etcd3';
 
 /**
  * Watch reconnect backoff: doubles from 100 ms to at most 1 s, so the watch is back within a
@@ -9,6 +9,20 @@ class CappedBackoff {
   next(): CappedBackoff {
     return new CappedBackoff(Math.min(this.duration * 2, 1_000));
   }
+}
+
+type HostPolicy = ReturnType<NonNullable<NonNullable<IOptions['faultHandling']>['host']>>;
+
+const NEVER_ABORTED = new AbortController().signal;
+
+/**
+ * With a single etcd host the client's default per-host circuit breaker (open for 5 s after 3
+ * failures) only delays reconnecting after an etcd restart: there is no other host to try.
+ * The client calls nothing but `execute` on it.
+ */
+function passThroughPolicy(): HostPolicy {
+  const policy = { execute: async <T>(fn: (context: { signal: AbortSignal }) => PromiseLike<T> | T): Promise<T> => fn({ signal: NEVER_ABORTED }) };
+  return policy as unknown as HostPolicy;
 }
 
 export interface EtcdClientOptions {
@@ -26,6 +40,9 @@ export function createEtcdClient(options: EtcdClientOptions): Etcd3 {
   return new Etcd3({
     hosts,
     dialTimeout: options.dialTimeoutMs ?? 3_000,
-    faultHandling: { watchBackoff: new CappedBackoff() },
+    faultHandling: {
+      watchBackoff: new CappedBackoff(),
+      ...(hosts.length === 1 ? { host: () => passThroughPolicy() } : {}),
+    },
   });
 }
