@@ -1,8 +1,10 @@
+import { StringDecoder } from 'node:string_decoder';
 import { rewriteUsage, type ContextUsage } from './usage';
 
 const EVENT_END = '\n\n';
 const USAGE_KEY = '"usage"';
 const DONE_EVENT = 'data: [DONE]';
+const USAGE_BYTES = Buffer.from(USAGE_KEY);
 /** An unterminated event larger than this is passed on as is rather than buffered forever. */
 const MAX_CARRY = 1 << 20;
 
@@ -13,16 +15,21 @@ const MAX_CARRY = 1 << 20;
  */
 export class SseUsageRewriter {
   private carry = '';
+  private readonly decoder = new StringDecoder('utf8');
   sawDone = false;
 
   constructor(private readonly ctx: ContextUsage | undefined) {}
 
   push(chunk: Buffer): string | Buffer {
-    if (this.carry === '' && !this.ctx) {
+    // Whole events without usage (nearly every chunk) go out as the same bytes: no decoding,
+    // no re-encoding on the client socket.
+    if (this.carry === '' && (!this.ctx || (endsWithEventEnd(chunk) && chunk.indexOf(USAGE_BYTES) < 0))) {
       this.noteDone(chunk);
       return chunk;
     }
-    const text = this.carry + chunk.toString('utf8');
+    this.tail = '';
+    // The decoder keeps a character split across chunks whole (SSE events start with ASCII).
+    const text = this.carry + this.decoder.write(chunk);
     const end = text.lastIndexOf(EVENT_END);
     if (end < 0 && text.length < MAX_CARRY) {
       this.carry = text;
@@ -37,7 +44,7 @@ export class SseUsageRewriter {
 
   /** What is left at the end of the upstream stream (an unterminated event). */
   flush(): string {
-    const rest = this.carry;
+    const rest = this.carry + this.decoder.end();
     this.carry = '';
     if (rest.includes(DONE_EVENT)) this.sawDone = true;
     return rest;
@@ -67,4 +74,9 @@ export class SseUsageRewriter {
       })
       .join(EVENT_END);
   }
+}
+
+function endsWithEventEnd(chunk: Buffer): boolean {
+  const n = chunk.length;
+  return n >= 2 && chunk[n - 1] === 0x0a && chunk[n - 2] === 0x0a;
 }

@@ -2,6 +2,9 @@ import type { FastifyReply } from 'fastify';
 import type { ServerResponse } from 'node:http';
 import type { ClientChannel } from '../disagg/client-channel';
 
+/** The live channels following each shutdown stop signal. */
+const STOP_FOLLOWERS = new WeakMap<AbortSignal, Set<FastifyClientChannel>>();
+
 /**
  * A hijacked Fastify reply as the disagg flow's client channel. A client that leaves before
  * the answer is complete aborts the signal (res 'close' without writableFinished).
@@ -18,24 +21,40 @@ export class FastifyClientChannel implements ClientChannel {
     reply.hijack();
     this.res = reply.raw;
     this.res.once('close', () => {
+      this.stopFollowers?.delete(this);
       if (!this.res.writableFinished) this.controller.abort();
     });
     // The client may have left while the request waited for admission.
     if (this.res.destroyed || this.res.socket?.destroyed) this.controller.abort();
-    if (stopSignal) this.followStop(stopSignal);
+    // A channel whose client already left gets no 'close' to unfollow on.
+    if (stopSignal && !this.controller.signal.aborted) this.followStop(stopSignal);
   }
 
   /** True when the router itself aborted the request (shutdown drain deadline), not the client. */
   stoppedForShutdown = false;
+  private stopFollowers?: Set<FastifyClientChannel>;
 
   private followStop(stop: AbortSignal): void {
-    const onStop = (): void => {
-      this.stoppedForShutdown = true;
-      this.controller.abort();
-    };
-    if (stop.aborted) return onStop();
-    stop.addEventListener('abort', onStop, { once: true });
-    this.res.once('close', () => stop.removeEventListener('abort', onStop));
+    if (stop.aborted) return this.stopForShutdown();
+    // One listener per stop signal for all live channels: adding and removing an EventTarget
+    // listener on every request costs more than a Set entry.
+    let set = STOP_FOLLOWERS.get(stop);
+    if (!set) {
+      const channels = new Set<FastifyClientChannel>();
+      stop.addEventListener('abort', () => {
+        for (const c of channels) c.stopForShutdown();
+        channels.clear();
+      }, { once: true });
+      STOP_FOLLOWERS.set(stop, channels);
+      set = channels;
+    }
+    set.add(this);
+    this.stopFollowers = set;
+  }
+
+  private stopForShutdown(): void {
+    this.stoppedForShutdown = true;
+    this.controller.abort();
   }
 
   get signal(): AbortSignal {
