@@ -1,6 +1,6 @@
 import { performance } from 'node:perf_hooks';
 import type { Etcd3 } from 'etcd3';
-import { createEtcdClient } from '../../../src/discovery';
+import { createEtcdClient, EtcdDiscovery } from '../../../src/discovery';
 import { ServerRegistry, type ServerState } from '../../../src/servers';
 import { startEtcd, type EtcdServer } from '../../support/etcd-server';
 import { FakeWorker, generationHandler, type FakeHandler } from '../../support/fake-worker';
@@ -12,6 +12,7 @@ import { startRouter, waitFor, type RunningRouter } from '../../support/router-a
  *   leave:   etcd delete -> server removed / last request at the worker
  *   passive: worker killed under load -> out of rotation (refused connection on a request)
  *   active:  worker killed, no traffic -> out of rotation by /health checks alone
+ *   restart: etcd back (answering) -> router reconnected / a key put then is ready
  *
  *   node test/bench/build.mjs && node dist-bench/test/bench/discovery/discovery-latency.js [--trials=5]
  */
@@ -86,6 +87,7 @@ async function main(): Promise<void> {
   const passive: number[] = [];
   const active: number[] = [];
   let failedDuringPassive = 0;
+  const restart: { reconnected: number[]; newKeyReady: number[] } = { reconnected: [], newKeyReady: [] };
   try {
     await withRouter(etcd, { interval_s: 5 }, async (router, registry) => {
       await waitFor(() => registry.findByUrl('generation', base.url)?.status === 'ready', 20_000, 'base ready');
@@ -144,6 +146,28 @@ async function main(): Promise<void> {
         await client.delete().key(`trtllm/active-${i}`).exec();
       }
     });
+
+    // etcd restart: how soon after etcd answers again the router sees it and new keys.
+    await withRouter(etcd, { interval_s: 5 }, async (_router, registry) => {
+      const discovery = _router.app.get(EtcdDiscovery);
+      await waitFor(() => discovery.connected, 20_000, 'connected');
+      for (let i = 0; i < TRIALS; i++) {
+        await etcd.stop();
+        await waitFor(() => !discovery.connected, 30_000, 'outage noticed');
+        await etcd.start();
+        const t0 = performance.now();
+        await waitFor(() => discovery.connected, 30_000, 'reconnected');
+        restart.reconnected.push(performance.now() - t0);
+        const w = await timedWorker();
+        const t1 = performance.now();
+        const ready = whenStatus(registry, w.url, (s) => s?.status === 'ready');
+        const fresh = createEtcdClient({ hosts: etcd.endpoint });
+        await fresh.put(`trtllm/after-restart-${i}`).value(JSON.stringify({ server_role: 'GENERATION', url: w.url }));
+        fresh.close();
+        restart.newKeyReady.push((await ready) - t1);
+        await w.close();
+      }
+    });
   } finally {
     client.close();
     await base.close();
@@ -157,6 +181,8 @@ async function main(): Promise<void> {
     `  etcd delete -> last request at worker: ${fmt(leave.lastHit)}`,
     `  killed under load -> out (passive):    ${fmt(passive)}  (client requests failed: ${failedDuringPassive})`,
     `  killed, no load -> out (active, interval ${ACTIVE.interval_s} s, threshold ${ACTIVE.failure_threshold}): ${fmt(active)}`,
+    `  etcd answering again -> reconnected:   ${fmt(restart.reconnected)}`,
+    `  after restart: put -> server ready:    ${fmt(restart.newKeyReady)}`,
   ];
   process.stdout.write(`${lines.join('\n')}\n`);
 }
