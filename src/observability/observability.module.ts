@@ -1,6 +1,7 @@
 import { DynamicModule, Module, type Type } from '@nestjs/common';
 import type { RouterConfig } from '../config';
 import { DisaggModule } from '../disagg/disagg.module';
+import { InFlightRequests } from './context/in-flight-requests';
 import { RequestContextHooks } from './context/request-context.hooks';
 import { PayloadLogHooks } from './logging/payload-log.hooks';
 import { MetricsController } from './metrics/metrics.controller';
@@ -26,7 +27,7 @@ export class ObservabilityModule {
       global: true,
       imports: [DisaggModule],
       controllers,
-      providers: [MetricsService, RequestMetricsListener, RequestContextHooks, PayloadLogHooks, PerfMetricsStore],
+      providers: [InFlightRequests, MetricsService, RequestMetricsListener, RequestContextHooks, PayloadLogHooks, PerfMetricsStore],
       exports: [MetricsService, PerfMetricsStore],
     };
   }

@@ -71,6 +71,42 @@ describe('structured logs of a running router', () => {
   });
 });
 
+describe('logs at info level (no async context)', () => {
+  let gen: FakeWorker;
+  let app: NestFastifyApplication;
+  let url: string;
+  const capture = new LogCapture();
+
+  beforeAll(async () => {
+    gen = await new FakeWorker((_req, res) => json(res, 500, { error: 'boom' })).start();
+    const config = buildConfig({ max_retries: 0, generation_servers: { urls: [gen.url] }, logging: { level: 'info' } });
+    app = await createRouterApp(config, { logDestination: capture });
+    await app.listen(0, '127.0.0.1');
+    url = `http://127.0.0.1:${(app.getHttpServer().address() as { port: number }).port}`;
+    const registry = app.get(ServerRegistry);
+    await waitFor(() => registry.ready('generation').length === 1, 10_000, 'server ready');
+  });
+
+  afterAll(async () => {
+    await app?.close();
+    await gen?.close();
+  });
+
+  it('writes no line for a request that went well, and tags the warning of one that failed', async () => {
+    gen.handler = generationHandler();
+    const before = capture.lines.length;
+    expect((await postJson(`${url}/v1/completions`, { model: 'm', prompt: 'x' }, { 'x-request-id': 'info-ok' })).status).toBe(200);
+    gen.handler = (_req, res) => json(res, 500, { error: 'boom' });
+    expect((await postJson(`${url}/v1/completions`, { model: 'm', prompt: 'x' }, { 'x-request-id': 'info-bad' })).status).toBe(502);
+    await waitFor(() => capture.withId('info-bad').length > 0, 5_000, 'warning line');
+    expect(capture.withId('info-ok')).toEqual([]);
+    const warn = capture.withId('info-bad')[0];
+    expect(warn).toMatchObject({ level: 'warn', context: 'OpenAI' });
+    expect(String(warn.msg)).toMatch(/^502 /);
+    expect(capture.lines.slice(before).every((l) => l.level !== 'info' && l.level !== 'debug')).toBe(true);
+  });
+});
+
 describe('logging.log_payloads: true', () => {
   let gen: FakeWorker;
   let app: NestFastifyApplication;
@@ -129,11 +165,15 @@ describe('the app logger', () => {
     logger.debug('hidden', 'Test');
     logger.error('failed', 'Error: x\n    at somewhere (file.ts:1:1)', 'Test');
     requestContextStorage.run({ requestId: 'ctx-7', arrivedAt: 0 }, () => logger.warn('inside', 'Test'));
+    logger.warn('[tagged-9] upstream failed', 'Test');
+    logger.warn('[not an id] kept as is', 'Test');
     logger.setLogLevels(['debug', 'log']);
     logger.debug('shown now', 'Test');
     expect(capture.lines.map((l) => [l.level, l.msg, l.context, l.reqId ?? null])).toEqual([
       ['error', 'failed', 'Test', null],
       ['warn', 'inside', 'Test', 'ctx-7'],
+      ['warn', 'upstream failed', 'Test', 'tagged-9'],
+      ['warn', '[not an id] kept as is', 'Test', null],
       ['debug', 'shown now', 'Test', null],
     ]);
     expect(String(capture.lines[0].stack)).toContain('at somewhere');

@@ -69,7 +69,11 @@ export class PinoLoggerService implements LoggerService {
       const { msg, ...rest } = message as Record<string, unknown>;
       logger[level]({ ...rest, ...fields }, typeof msg === 'string' ? msg : undefined);
     } else {
-      logger[level](fields, String(message));
+      const text = String(message);
+      // `[requestId] message`, the request path's convention, becomes a reqId field.
+      const tagged = text.charCodeAt(0) === 91 ? REQUEST_TAG.exec(text) : null;
+      if (tagged) fields.reqId = tagged[1];
+      logger[level](fields, tagged ? tagged[2] : text);
     }
   }
 
@@ -82,6 +86,9 @@ export class PinoLoggerService implements LoggerService {
     return c;
   }
 }
+
+/** The request id charset of the app factory's genReqId. */
+const REQUEST_TAG = /^\[([\w.:-]{1,128})\] ([\s\S]*)$/;
 
 function isStack(v: unknown): boolean {
   return typeof v === 'string' && v.includes('\n    at ');

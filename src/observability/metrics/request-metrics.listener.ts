@@ -1,16 +1,8 @@
 import { Inject, Injectable, Logger, OnModuleDestroy, OnModuleInit } from '@nestjs/common';
 import { ROUTER_CONFIG, type RouterConfig, type ServerRole } from '../../config';
 import { RequestEvents, type RequestDoneEvent, type RoutedEvent, type UpstreamFailureEvent } from '../../disagg/request-events';
-import { currentRequestContext } from '../context/request-context';
+import { InFlightRequests } from '../context/in-flight-requests';
 import { MetricsService } from './metrics.service';
-
-/** Time between a request's arrival and the flow's start, from the request context. */
-export function preFlowMs(done: RequestDoneEvent): number {
-  const ctx = currentRequestContext();
-  if (!ctx) return 0;
-  // requestDone is emitted synchronously at the flow's end: now - end = the flow's start.
-  return Math.max(0, performance.now() - done.timings.end - ctx.arrivedAt);
-}
 
 /**
  * Turns RequestEvents into metrics (and, at debug level, one line per request). Listeners
@@ -22,9 +14,9 @@ export class RequestMetricsListener implements OnModuleInit, OnModuleDestroy {
   private readonly logEachRequest: boolean;
 
   private readonly onDone = (done: RequestDoneEvent): void => {
-    const pre = preFlowMs(done);
+    const pre = this.inFlight.preFlowMs(done);
     this.metrics.requestDone(done, pre);
-    if (this.logEachRequest) this.logger.debug({ msg: 'request done', ...done, preFlowMs: pre });
+    if (this.logEachRequest) this.logger.debug({ msg: 'request done', reqId: done.requestId, ...done, preFlowMs: pre });
   };
   private readonly onRouted = (e: RoutedEvent): void => this.metrics.routed(e);
   private readonly onFailure = (e: UpstreamFailureEvent): void => this.metrics.upstreamFailure(e);
@@ -34,6 +26,7 @@ export class RequestMetricsListener implements OnModuleInit, OnModuleDestroy {
     @Inject(ROUTER_CONFIG) config: RouterConfig,
     private readonly events: RequestEvents,
     private readonly metrics: MetricsService,
+    private readonly inFlight: InFlightRequests,
   ) {
     this.logEachRequest = config.logging.level === 'debug' || config.logging.level === 'trace';
   }

@@ -1,7 +1,7 @@
 import { Inject, Injectable, OnModuleDestroy, OnModuleInit } from '@nestjs/common';
 import { ROUTER_CONFIG, type RouterConfig } from '../../config';
 import { RequestEvents, type RequestDoneEvent } from '../../disagg/request-events';
-import { preFlowMs } from '../metrics/request-metrics.listener';
+import { InFlightRequests } from '../context/in-flight-requests';
 import { phaseDurations } from '../metrics/request-timings';
 
 /**
@@ -44,11 +44,12 @@ export class PerfMetricsStore implements OnModuleInit, OnModuleDestroy {
   private next = 0;
   private size = 0;
 
-  private readonly onDone = (done: RequestDoneEvent): void => this.record(done, preFlowMs(done));
+  private readonly onDone = (done: RequestDoneEvent): void => this.record(done, this.inFlight.preFlowMs(done));
 
   constructor(
     @Inject(ROUTER_CONFIG) config: RouterConfig,
     private readonly events: RequestEvents,
+    private readonly inFlight: InFlightRequests,
   ) {
     this.capacity = config.perf_metrics.max_requests;
     this.ring = new Array<PerfMetricsEntry | undefined>(this.capacity);
