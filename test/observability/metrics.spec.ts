@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { RequestEvents } from '../../src/disagg/request-events';
 import { MetricsService } from '../../src/observability';
+import { InFlightRequests } from '../../src/observability/context/in-flight-requests';
 import { ServerRegistry, ServerState } from '../../src/servers';
 import { HttpSessionProvider } from '../../src/http-session';
 import { contextHandler, FakeWorker, generationHandler, json, type FakeHandler } from '../support/fake-worker';
@@ -126,6 +127,30 @@ describe('GET /metrics', () => {
     expect((await pending).status).toBe(200);
     const after = await scrape(router.url);
     expect(sampleValue(after, `${NS}server_active_requests`, { role: 'generation', server: gen.url })).toBe(0);
+  });
+
+  it('counts a client that left as 499 and forgets every finished request', async () => {
+    const hold = gatedGeneration();
+    gen.handler = hold.handler;
+    const before = await scrape(router.url);
+    const abort = new AbortController();
+    const pending = fetch(`${router.url}/v1/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'm', prompt: 'leaving', stream: true }),
+      signal: abort.signal,
+    }).catch(() => undefined);
+    await waitFor(() => hold.waiting() === 1, 10_000, 'generation request waiting');
+    abort.abort();
+    await pending;
+    const key = { endpoint: '/v1/completions', status: '499' };
+    await waitFor(async () => sampleValue(await scrape(router.url), `${NS}requests_total`, key) > sampleValue(before, `${NS}requests_total`, key), 10_000, '499 counted');
+    hold.open();
+    const inFlight = router.app.get(InFlightRequests);
+    await waitFor(() => inFlight.size === 0, 5_000, 'no request left in flight');
+    const after = await scrape(router.url);
+    // No latency is reported for an answer nobody received.
+    expect(sampleValue(after, `${NS}request_duration_seconds_count`)).toBe(sampleValue(before, `${NS}request_duration_seconds_count`));
   });
 
   it('counts retries and upstream errors of a failing server', async () => {
