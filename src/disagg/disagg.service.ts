@@ -93,7 +93,8 @@ export class DisaggService {
       flow.done.mode = 'aggregated';
       return this.generate(flow, () => JSON.stringify(withTokenIds(flow.kind, body, flow.routing.tokenIds)), undefined, []);
     }
-    const reserved = await this.conditionalReservation(flow);
+    // Checked here so the common path does not pay for an async call that returns nothing.
+    const reserved = this.config.conditional_disagg_config ? await this.conditionalReservation(flow) : undefined;
     if (reserved?.skipContext) {
       flow.done.mode = 'local_prefill';
       return this.generate(flow, JSON.stringify(withTokenIds(flow.kind, stripContextOnly(body), flow.routing.tokenIds)), undefined, [], reserved.routed);

@@ -1,12 +1,44 @@
 import { HttpService } from '@nestjs/axios';
 import { Inject, Injectable, Logger, OnModuleDestroy, OnModuleInit } from '@nestjs/common';
 import axios, { type AxiosInstance } from 'axios';
+import { EventEmitter } from 'node:events';
 import { Agent, type Dispatcher } from 'undici';
 import { HttpSessionClosedError } from './http-session.errors';
 import { HTTP_SESSION_OPTIONS, type HttpSessionOptions } from './http-session.options';
 import { createUndiciAdapter } from './undici-axios-adapter';
 
 type SessionState = 'new' | 'open' | 'closed';
+
+/**
+ * undici accepts an EventEmitter as a request's signal. Each upstream call then adds and
+ * removes an emitter listener, cheaper than doing so on the AbortSignal (an EventTarget),
+ * which gets a single listener however many upstream calls its client request makes.
+ */
+class AbortBridge extends EventEmitter {
+  aborted = false;
+  reason: unknown = undefined;
+}
+
+const abortBridges = new WeakMap<AbortSignal, AbortBridge>();
+
+function abortBridgeOf(signal: AbortSignal): AbortBridge {
+  let bridge = abortBridges.get(signal);
+  if (bridge) return bridge;
+  const created = new AbortBridge();
+  created.setMaxListeners(0);
+  if (signal.aborted) {
+    created.aborted = true;
+    created.reason = signal.reason;
+  } else {
+    signal.addEventListener('abort', () => {
+      created.aborted = true;
+      created.reason = signal.reason;
+      created.emit('abort');
+    }, { once: true });
+  }
+  abortBridges.set(signal, (bridge = created));
+  return bridge;
+}
 
 export interface UpstreamRequest {
   origin: string;
@@ -101,7 +133,7 @@ export class HttpSessionProvider implements OnModuleInit, OnModuleDestroy {
       method: req.method ?? 'GET',
       headers: req.headers,
       body: req.body,
-      signal: req.signal,
+      signal: req.signal && abortBridgeOf(req.signal),
       headersTimeout: req.headersTimeoutMs ?? this.options.requestTimeoutMs,
       bodyTimeout: req.bodyTimeoutMs ?? 0,
     });

@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -10,8 +11,9 @@ import { summarizeProfile } from './lib/cpuprofile';
 import { TRANSPORTS } from './lib/transports';
 
 /**
- * `npm run bench [-- --only=main,latency,platform,transport --seconds=4 --rounds=2
- * --connections=32 --driver=autocannon --profile]`
+ * `npm run bench [-- --only=main,latency,platform,transport,ablation --seconds=4 --rounds=2
+ * --connections=32 --driver=autocannon --profile[=boot] --profile-targets=router-rr,bare
+ * --ab=GIT_REF]`
  *
  * Every figure is compared within one run: rows of a table are measured alternating (the
  * order reversed every other round) and the median over rounds is kept. The measured proxy
@@ -78,7 +80,11 @@ const starters: Record<string, Starter> = {
   'nest-express': (up) => startProc({ name: 'nest-express', script: bin('procs/nest-proxy.js'), args: [...upstreamArgs(up), '--platform=express'], cpus: PROXY_CPU, logDir }),
   nginx: (up) => startNginx(up.ports[1], outDir, PROXY_CPU),
 };
-const ABLATION_SETS = ['als', 'metrics', 'enhancers', 'als,metrics,enhancers'];
+const AB_REF = args.get('ab');
+const abBin = (p: string): string => join(root, 'dist-bench/ab/test/bench', p);
+starters['router-ab'] = (up) => startProc({ name: 'router-ab', script: abBin('procs/router.js'), args: [`--config=${routerConfig(up, 'round_robin')}`], cpus: PROXY_CPU, logDir });
+
+const ABLATION_SETS = ['hooks', 'als', 'metrics', 'events', 'enhancers', 'hooks,events,enhancers'];
 for (const a of ABLATION_SETS) {
   starters[`router-${a}`] = (up) => startProc({ name: `router-no-${a.replace(/,/g, '-')}`, script: bin('procs/router.js'), args: [`--config=${routerConfig(up, 'round_robin')}`, `--ablate=${a}`], cpus: PROXY_CPU, logDir });
 }
@@ -131,6 +137,18 @@ function tables(): TableDef[] {
       name: 'transport',
       title: `Session transport: node:http two-hop proxy, ${c} connections`,
       rows: TRANSPORTS.map((t) => ({ row: t, target: `t-${t}`, body: plain, stream: false, connections: c, ...(t === 'undici-pool' ? {} : { vs: { 'undici-pool': 'undici-pool' } }) })),
+    },
+    {
+      name: 'ab',
+      title: `Before/after: router hot path at ${AB_REF ?? '(no --ab=REF)'} vs the working tree, ${c} connections`,
+      rows: [
+        { row: 'bare', target: 'bare', body: plain, stream: false, connections: c },
+        { row: `router at ${AB_REF}`, target: 'router-ab', body: plain, stream: false, connections: c, vs: { bare: 'bare' } },
+        { row: 'router now', target: 'router-rr', body: plain, stream: false, connections: c, vs: { bare: 'bare', before: `router at ${AB_REF}` } },
+        { row: 'bare, stream', target: 'bare', body: streamed, stream: true, connections: c },
+        { row: `router at ${AB_REF}, stream`, target: 'router-ab', body: streamed, stream: true, connections: c, vs: { bare: 'bare, stream' } },
+        { row: 'router now, stream', target: 'router-rr', body: streamed, stream: true, connections: c, vs: { bare: 'bare, stream', before: `router at ${AB_REF}, stream` } },
+      ],
     },
     {
       name: 'ablation',
@@ -252,6 +270,10 @@ function targets(all: RowResult[]): string[] {
 
 async function main(): Promise<void> {
   const started = new Date();
+  if (AB_REF) {
+    execFileSync(process.execPath, [join(root, 'test/bench/build.mjs'), `--ab=${AB_REF}`], { stdio: 'inherit' });
+    ONLY.add('ab');
+  }
   process.stdout.write(`load average before the run: ${loadavg().map((l) => l.toFixed(1)).join(' ')} on ${cpus().length} cores\n`);
   process.stdout.write(`disagg-router bench: driver ${driver}, ${SECONDS}s x ${ROUNDS} rounds per row, taskset ${hasTaskset() ? `proxy cpu${PROXY_CPU}, load+workers cpu${LOAD_CPU}` : 'unavailable'}\n`);
   const up = await startProc({ name: 'upstream', script: bin('procs/static-upstream.js'), cpus: LOAD_CPU, logDir });

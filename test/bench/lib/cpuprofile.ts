@@ -58,7 +58,14 @@ export function summarizeProfile(file: string, top = 30): string {
   const parent = new Map<number, number>();
   for (const n of profile.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
   const inclusive = new Map<string, number>();
+  const areaInclusive = new Map<string, number>();
   for (const [id, us] of selfUs) {
+    const areasSeen = new Set<string>();
+    for (let cur: number | undefined = id; cur !== undefined; cur = parent.get(cur)) {
+      const f = byId.get(cur)!.callFrame;
+      if (f.url) areasSeen.add(areaOf(f.url));
+    }
+    for (const a of areasSeen) areaInclusive.set(a, (areaInclusive.get(a) ?? 0) + us);
     const seen = new Set<string>();
     for (let cur: number | undefined = id; cur !== undefined; cur = parent.get(cur)) {
       const f = byId.get(cur)!.callFrame;
@@ -75,5 +82,7 @@ export function summarizeProfile(file: string, top = 30): string {
   for (const [k, us] of [...inclusive].sort((a, b) => b[1] - a[1]).slice(0, top)) lines.push(`${pct(us)}  ${k}`);
   lines.push('', 'self time by area:');
   for (const [k, us] of [...areas].sort((a, b) => b[1] - a[1]).slice(0, 20)) lines.push(`${pct(us)}  ${k}`);
+  lines.push('', 'inclusive time by area (time with that code anywhere on the stack):');
+  for (const [k, us] of [...areaInclusive].sort((a, b) => b[1] - a[1]).slice(0, 25)) lines.push(`${pct(us)}  ${k}`);
   return lines.join('\n');
 }

@@ -12,7 +12,7 @@ export interface Transport {
   close(): Promise<void>;
 }
 
-export const TRANSPORTS = ['undici-pool', 'session-request', 'session-axios', 'axios-http', 'axios-fetch'] as const;
+export const TRANSPORTS = ['undici-pool', 'session-request', 'session-request+signal', 'session-axios', 'axios-http', 'axios-fetch'] as const;
 export type TransportName = (typeof TRANSPORTS)[number];
 
 const JSON_HEADERS = { 'content-type': 'application/json' };
@@ -41,15 +41,19 @@ function undiciPool(): Transport {
   };
 }
 
-/** The router's own session (undici Agent), through its raw request() hot path. */
-function sessionRequest(session: HttpSessionProvider): Transport {
+/**
+ * The router's own session (undici Agent), through its raw request() hot path; with a
+ * per-request AbortSignal as the router passes (client disconnects abort upstream calls).
+ */
+function sessionRequest(session: HttpSessionProvider, withSignal: boolean): Transport {
+  const signal = (): AbortSignal | undefined => (withSignal ? new AbortController().signal : undefined);
   return {
     async postJson(origin, path, body) {
-      const res = await session.request({ origin, path, method: 'POST', headers: JSON_HEADERS, body });
+      const res = await session.request({ origin, path, method: 'POST', headers: JSON_HEADERS, body, signal: signal() });
       return JSON.parse(await res.body.text());
     },
     async postStream(origin, path, body) {
-      const res = await session.request({ origin, path, method: 'POST', headers: { ...JSON_HEADERS, accept: 'text/event-stream' }, body });
+      const res = await session.request({ origin, path, method: 'POST', headers: { ...JSON_HEADERS, accept: 'text/event-stream' }, body, signal: signal() });
       return res.body;
     },
     close: () => session.onModuleDestroy(),
@@ -85,7 +89,9 @@ export function createTransport(name: TransportName): Transport {
     case 'undici-pool':
       return undiciPool();
     case 'session-request':
-      return sessionRequest(openSession());
+      return sessionRequest(openSession(), false);
+    case 'session-request+signal':
+      return sessionRequest(openSession(), true);
     case 'session-axios': {
       const session = openSession();
       return viaAxios(session.axios, () => session.onModuleDestroy());

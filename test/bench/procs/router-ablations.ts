@@ -5,6 +5,8 @@ import { StartupGuard } from '../../../src/health/startup.guard';
 import { DrainInterceptor } from '../../../src/lifecycle/drain.interceptor';
 import { requestContextStorage } from '../../../src/observability/context/request-context';
 import { MetricsService } from '../../../src/observability/metrics/metrics.service';
+import { RequestContextHooks } from '../../../src/observability/context/request-context.hooks';
+import { RequestEvents } from '../../../src/disagg/request-events';
 
 /**
  * Cost attribution only (`--ablate=...` of the router process in the ablation table): each
@@ -12,6 +14,14 @@ import { MetricsService } from '../../../src/observability/metrics/metrics.servi
  * against the full router is that component's cost. Never used outside the bench.
  */
 export const ABLATIONS: Record<string, () => void> = {
+  /** The request-context Fastify hooks (onRequest, preHandler with ALS.run, onResponse metric). */
+  hooks: () => {
+    RequestContextHooks.prototype.onModuleInit = () => undefined;
+  },
+  /** RequestEvents (routed x2, requestDone per request) and whatever listens to them. */
+  events: () => {
+    RequestEvents.prototype.emit = () => false;
+  },
   /** AsyncLocalStorage.run in the preHandler hook (enables promise hooks process-wide on Node 20). */
   als: () => {
     requestContextStorage.run = ((_store: unknown, cb: (...a: unknown[]) => unknown, ...a: unknown[]) => cb(...a)) as typeof requestContextStorage.run;
