@@ -46,6 +46,12 @@ async function bootstrap(): Promise<void> {
 }
 
 void bootstrap().catch((err: unknown) => {
+  // Config problems found while the app is built (policy names and arguments, a damaged
+  // admin persist file) end like those of the file itself: one line, exit code 2.
+  if (err instanceof ConfigError) {
+    process.stderr.write(`disagg-router: ${err.message}\n`);
+    process.exit(2);
+  }
   process.stderr.write(`disagg-router failed to start: ${(err as Error).stack ?? String(err)}\n`);
   process.exit(1);
 });
