@@ -13,7 +13,7 @@ import { TRANSPORTS } from './lib/transports';
 /**
  * `npm run bench [-- --only=main,latency,platform,transport,ablation --seconds=4 --rounds=2
  * --connections=32 --driver=autocannon --profile[=boot] --profile-targets=router-rr,bare
- * --ab=GIT_REF]`
+ * --ab=GIT_REF --upstream=sim]`
  *
  * Every figure is compared within one run: rows of a table are measured alternating (the
  * order reversed every other round) and the median over rounds is kept. The measured proxy
@@ -276,7 +276,8 @@ async function main(): Promise<void> {
   }
   process.stdout.write(`load average before the run: ${loadavg().map((l) => l.toFixed(1)).join(' ')} on ${cpus().length} cores\n`);
   process.stdout.write(`disagg-router bench: driver ${driver}, ${SECONDS}s x ${ROUNDS} rounds per row, taskset ${hasTaskset() ? `proxy cpu${PROXY_CPU}, load+workers cpu${LOAD_CPU}` : 'unavailable'}\n`);
-  const up = await startProc({ name: 'upstream', script: bin('procs/static-upstream.js'), cpus: LOAD_CPU, logDir });
+  const upstream = args.get('upstream') === 'sim' ? 'procs/sim-upstream.js' : 'procs/static-upstream.js';
+  const up = await startProc({ name: 'upstream', script: bin(upstream), cpus: LOAD_CPU, logDir });
   const all: RowResult[] = [];
   const md: string[] = [`# disagg-router bench, ${started.toISOString()}`, '', `driver ${driver}, ${SECONDS} s per point after ${WARMUP_S} s warm-up, median of ${ROUNDS} alternating rounds; cpu/req = the proxy process' user+sys CPU per request; ratios: req/s (cpu/req) against the named row of the same run.`, ''];
   try {
