@@ -165,7 +165,8 @@ function tables(): TableDef[] {
     const seen = new Set<string>();
     const rows = all.flatMap((t) => t.rows).filter((r) => {
       const key = `${r.target} ${r.body === streamed}`;
-      if (!wanted.includes(r.target) || r.body === tokens2k || r.connections !== CONNS || seen.has(key)) return false;
+      // The 2k-token rows are profiled only for the KV-aware policy, which needs them.
+      if (!wanted.includes(r.target) || (r.body === tokens2k) !== (r.target === 'router-kv') || r.connections !== CONNS || seen.has(key)) return false;
       seen.add(key);
       return true;
     });
