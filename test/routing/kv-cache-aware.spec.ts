@@ -98,6 +98,24 @@ describe('kv_cache_aware scoring', () => {
     expect(s[0].activeRequests).toBe(0);
   });
 
+  it('does not forward ids of a chat it cannot render exactly (tools, images, template options)', async () => {
+    const { r } = make({}, 1);
+    const messages = [{ role: 'user', content: 'weather?' }];
+    const bodies = [
+      { messages, tools: [{ type: 'function', function: { name: 'get_weather', parameters: {} } }] },
+      { messages: [{ role: 'user', content: [{ type: 'text', text: 'what is this' }, { type: 'image_url', image_url: { url: 'data:,' } }] }] },
+      { messages, add_generation_prompt: false },
+      { messages, chat_template_kwargs: { enable_thinking: false } },
+    ];
+    for (const body of bodies) {
+      const q = request(body, 'chat');
+      const { info } = await r.getNextServer(q);
+      expect(info.promptTokens).toBeGreaterThan(0);
+      expect(q.tokenIds).toBeUndefined();
+      await r.finishRequest(q);
+    }
+  });
+
   it('counts prompt tokens as load with use_tokens; load returns to zero on success and failure', async () => {
     const { s, r } = make({ use_tokens: true }, 2);
     const a = request({ prompt: tokens(10) });

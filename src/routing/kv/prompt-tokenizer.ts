@@ -1,6 +1,6 @@
 import { getTokenizer, renderQwen3Chat } from '../../tokenizer';
 import type { RoutingRequest } from '../router.interface';
-import { promptSourceOf } from './prompt-tokens';
+import { chatRendersPlainly, promptSourceOf } from './prompt-tokens';
 import { acquireTokenizerThreads, releaseTokenizerThreads, THREADED_TOKENIZERS, type TokenizerThreadPool } from './tokenizer-threads';
 
 /**
@@ -8,7 +8,8 @@ import { acquireTokenizerThreads, releaseTokenizerThreads, THREADED_TOKENIZERS, 
  * used as is; text goes through the configured tokenizer (on worker threads when it is an
  * expensive one). A single prompt's ids are kept on the request (`tokenIds`), so the other
  * pool's router reuses them and the disagg flow forwards them to the workers, which then
- * skip tokenization (TensorRT-LLM rewrites the request the same way).
+ * skip tokenization (TensorRT-LLM rewrites the request the same way). The tokenizer must be
+ * the served model's: forwarded ids replace the worker's own tokenization.
  */
 export class PromptTokenizer {
   private readonly pool?: TokenizerThreadPool;
@@ -29,7 +30,8 @@ export class PromptTokenizer {
     if (source.type === 'tokens') lists = source.tokenLists;
     else if (source.type === 'text') lists = await Promise.all(source.texts.map((t) => this.encode(t)));
     else lists = [await this.encodeChat(source.messages)];
-    if (lists.length === 1) request.tokenIds = lists[0];
+    // Ids of a chat the router cannot render exactly still route well, but are not forwarded.
+    if (lists.length === 1 && (source.type !== 'chat' || chatRendersPlainly(request.body))) request.tokenIds = lists[0];
     return lists;
   }
 

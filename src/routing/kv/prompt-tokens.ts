@@ -59,6 +59,25 @@ export function codePoints(text: string): number[] {
   return out;
 }
 
+/** Request keys that change how a chat template renders, beyond the messages' text. */
+const TEMPLATE_KEYS = ['tools', 'functions', 'chat_template', 'chat_template_kwargs', 'documents', 'continue_final_message'];
+
+/**
+ * Whether the router's own rendering of a chat (text parts, generation prompt, no tools) is
+ * the whole prompt, so its token ids may replace the messages for the worker. Tools, template
+ * options, a turned-off generation prompt or non-text content (images...) would be lost.
+ */
+export function chatRendersPlainly(body: Readonly<Record<string, unknown>>): boolean {
+  for (const key of TEMPLATE_KEYS) if (body[key] !== undefined && body[key] !== null) return false;
+  if (body.add_generation_prompt === false) return false;
+  const messages = Array.isArray(body.messages) ? (body.messages as ChatMessage[]) : [];
+  for (const m of messages) {
+    if (m?.tool_calls || m?.reasoning_content) return false;
+    if (Array.isArray(m?.content) && m.content.some((part) => part?.type !== 'text')) return false;
+  }
+  return true;
+}
+
 export function isTokenIds(v: unknown): v is number[] {
   if (!Array.isArray(v) || v.length === 0) return false;
   for (const x of v) if (!Number.isInteger(x) || (x as number) < 0) return false;
