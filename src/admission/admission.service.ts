@@ -1,6 +1,7 @@
-import { Inject, Injectable, OnModuleDestroy } from '@nestjs/common';
+import { Inject, Injectable, OnModuleDestroy, Optional } from '@nestjs/common';
 import { ROUTER_CONFIG, type RouterConfig, type ServerRole } from '../config';
 import { ClientGoneError } from '../disagg/upstream-failure';
+import { MetricsService } from '../observability/metrics/metrics.service';
 import { OpenAiError } from '../openai/openai-error';
 import { SlotQueue, SlotRejectedError } from './slot-queue';
 
@@ -24,7 +25,10 @@ export class AdmissionService implements OnModuleDestroy {
   /** Seconds a rejected client is told to wait. */
   private readonly retryAfter: string;
 
-  constructor(@Inject(ROUTER_CONFIG) config: RouterConfig) {
+  constructor(
+    @Inject(ROUTER_CONFIG) config: RouterConfig,
+    @Optional() private readonly metrics?: MetricsService,
+  ) {
     const l = config.limits;
     if (l.max_in_flight > 0) this.global = new SlotQueue(l.max_in_flight, l.queue_size, l.queue_timeout_ms);
     for (const role of ['context', 'generation'] as const) {
@@ -49,7 +53,7 @@ export class AdmissionService implements OnModuleDestroy {
   async admit(signal?: AbortSignal): Promise<AdmissionTicket> {
     const queue = this.global;
     if (!queue) return NO_TICKET;
-    if (!queue.tryAcquire()) await this.wait(queue, 'router', signal);
+    if (!queue.tryAcquire()) await this.wait(queue, 'router', 'router', signal);
     return once(() => queue.release());
   }
 
@@ -61,7 +65,7 @@ export class AdmissionService implements OnModuleDestroy {
   async enterPool(role: ServerRole, signal?: AbortSignal): Promise<void> {
     const queue = this.pools[role];
     if (!queue || queue.tryAcquire()) return;
-    await this.wait(queue, `${role} pool`, signal);
+    await this.wait(queue, role, `${role} pool`, signal);
   }
 
   leavePool(role: ServerRole): void {
@@ -81,11 +85,15 @@ export class AdmissionService implements OnModuleDestroy {
     for (const q of Object.values(this.pools)) q.close();
   }
 
-  private async wait(queue: SlotQueue, what: string, signal?: AbortSignal): Promise<void> {
+  /** The slow path only: metrics are touched when a request has to wait, never on a free slot. */
+  private async wait(queue: SlotQueue, name: string, what: string, signal?: AbortSignal): Promise<void> {
+    const waiting = queue.acquire(signal);
+    this.metrics?.setQueueLength(queue.waiting, name);
     try {
-      await queue.acquire(signal);
+      await waiting;
     } catch (err) {
       if (!(err instanceof SlotRejectedError)) throw err;
+      if (err.reason !== 'aborted') this.metrics?.admissionRejected(err.reason, name);
       if (err.reason === 'aborted') throw new ClientGoneError();
       if (err.reason === 'closed') {
         throw new OpenAiError(503, 'the router is shutting down', { code: 'shutting_down', headers: { 'retry-after': '1' } });
@@ -95,6 +103,8 @@ export class AdmissionService implements OnModuleDestroy {
           ? `the ${what} is at its limit of ${queue.limit} requests in flight and its queue of ${queue.queueSize} is full`
           : `no ${what} slot was free within ${queue.queueTimeoutMs} ms`;
       throw new OpenAiError(429, message, { code: err.reason, headers: { 'retry-after': this.retryAfter } });
+    } finally {
+      this.metrics?.setQueueLength(queue.waiting, name);
     }
   }
 }

@@ -1,7 +1,8 @@
-import { CanActivate, ExecutionContext, Inject, Injectable } from '@nestjs/common';
+import { CanActivate, ExecutionContext, Inject, Injectable, Optional } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
 import type { FastifyRequest } from 'fastify';
 import { ROUTER_CONFIG, type RouterConfig } from '../config';
+import { MetricsService } from '../observability/metrics/metrics.service';
 import { OpenAiError } from '../openai/openai-error';
 import { CLIENT_TRAFFIC } from './client-traffic.decorator';
 import { TokenBucket } from './token-bucket';
@@ -18,6 +19,7 @@ export class ApiKeyRateLimitGuard implements CanActivate {
   constructor(
     @Inject(ROUTER_CONFIG) config: RouterConfig,
     private readonly reflector: Reflector,
+    @Optional() private readonly metrics?: MetricsService,
   ) {
     for (const k of config.limits.api_keys) {
       this.buckets.set(k.key, new TokenBucket(k.requests_per_second, k.burst ?? Math.max(1, Math.ceil(k.requests_per_second))));
@@ -39,6 +41,7 @@ export class ApiKeyRateLimitGuard implements CanActivate {
     }
     const wait = bucket.take();
     if (wait === 0) return true;
+    this.metrics?.admissionRejected('rate_limited', 'api_key');
     throw new OpenAiError(429, 'rate limit exceeded for this API key', {
       code: 'rate_limit_exceeded',
       headers: { 'retry-after': String(Math.max(1, Math.ceil(wait))) },

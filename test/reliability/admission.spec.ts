@@ -55,6 +55,9 @@ describe('admission control', () => {
       expect(refused.status).toBe(429);
       expect(refused.headers.get('retry-after')).toMatch(/^\d+$/);
       expect(refused.json.error).toMatchObject({ type: 'rate_limit_error', code: 'queue_full' });
+      const metrics = await (await fetch(`${router.url}/metrics`)).text();
+      expect(metrics).toMatch(/disagg_router_admission_rejections_total\{reason="queue_full",queue="router"\} 1/);
+      expect(metrics).toMatch(/disagg_router_admission_queue_length\{queue="router"\} 1/);
 
       hold.open();
       const results = await Promise.all([...running, queued]);
@@ -188,6 +191,7 @@ describe('admission control', () => {
       expect(limited.status).toBe(429);
       expect(limited.json.error).toMatchObject({ type: 'rate_limit_error', code: 'rate_limit_exceeded' });
       expect(Number(limited.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+      expect(await (await fetch(`${router.url}/metrics`)).text()).toMatch(/disagg_router_admission_rejections_total\{reason="rate_limited",queue="api_key"\} 1/);
       expect((await postJson(`${router.url}/v1/completions`, body, { authorization: 'Bearer sk-test-fast' })).status).toBe(200);
       expect((await postJson(`${router.url}/v1/completions`, body)).status).toBe(200);
       // Health is not client traffic.

@@ -27,6 +27,8 @@ export interface SoakResult {
   complete: number;
   /** Clear errors by status (and SSE error events as `stream:<type>`). */
   errors: Record<string, number>;
+  /** The first message seen for each error key. */
+  errorSamples: Record<string, string>;
   aborted: number;
   bad: number;
   badSamples: string[];
@@ -46,14 +48,14 @@ function prng(seed: number): () => number {
   };
 }
 
-type Outcome = { kind: 'complete' } | { kind: 'error'; key: string } | { kind: 'aborted' } | { kind: 'bad'; why: string };
+type Outcome = { kind: 'complete' } | { kind: 'error'; key: string; message: string } | { kind: 'aborted' } | { kind: 'bad'; why: string };
 
 export async function runSoak(opts: SoakOptions): Promise<SoakResult> {
   const rand = prng(opts.seed ?? 42);
   const started = Date.now();
   const deadline = opts.durationMs ? started + opts.durationMs : Infinity;
   const limit = opts.requests ?? Infinity;
-  const result: SoakResult = { total: 0, complete: 0, errors: {}, aborted: 0, bad: 0, badSamples: [], elapsedMs: 0 };
+  const result: SoakResult = { total: 0, complete: 0, errors: {}, errorSamples: {}, aborted: 0, bad: 0, badSamples: [], elapsedMs: 0 };
   let issued = 0;
 
   const one = async (i: number): Promise<void> => {
@@ -64,7 +66,10 @@ export async function runSoak(opts: SoakOptions): Promise<SoakResult> {
     result.total++;
     if (outcome.kind === 'complete') result.complete++;
     else if (outcome.kind === 'aborted') result.aborted++;
-    else if (outcome.kind === 'error') result.errors[outcome.key] = (result.errors[outcome.key] ?? 0) + 1;
+    else if (outcome.kind === 'error') {
+      result.errors[outcome.key] = (result.errors[outcome.key] ?? 0) + 1;
+      result.errorSamples[outcome.key] ??= outcome.message;
+    }
     else {
       result.bad++;
       if (result.badSamples.length < 10) result.badSamples.push(`#${i} ${chat ? 'chat' : 'completion'}${stream ? ' stream' : ''}: ${outcome.why}`);
@@ -80,6 +85,10 @@ export async function runSoak(opts: SoakOptions): Promise<SoakResult> {
   return result;
 }
 
+/**
+ * One request, raced against its deadline: a request that neither settles nor reacts to its
+ * abort is reported with the step it was stuck in, instead of stalling the whole soak.
+ */
 async function request(
   opts: SoakOptions,
   i: number,
@@ -87,6 +96,29 @@ async function request(
   stream: boolean,
   abort: 'early' | 'mid' | undefined,
   rand: () => number,
+): Promise<Outcome> {
+  const step = { at: 'fetch' };
+  const timeoutMs = opts.requestTimeoutMs ?? 30_000;
+  let timer: NodeJS.Timeout | undefined;
+  const stuck = new Promise<Outcome>((resolve) => {
+    // Grace after the abort the attempt itself fires at timeoutMs.
+    timer = setTimeout(() => resolve({ kind: 'bad', why: `stuck in ${step.at} (abort: ${abort ?? 'none'})` }), timeoutMs + 5_000);
+  });
+  try {
+    return await Promise.race([attempt(opts, i, chat, stream, abort, rand, step), stuck]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+async function attempt(
+  opts: SoakOptions,
+  i: number,
+  chat: boolean,
+  stream: boolean,
+  abort: 'early' | 'mid' | undefined,
+  rand: () => number,
+  step: { at: string },
 ): Promise<Outcome> {
   const client = new AbortController();
   const hang = setTimeout(() => client.abort(new Error('hang')), opts.requestTimeoutMs ?? 30_000);
@@ -105,11 +137,15 @@ async function request(
     });
     if (abort === 'mid') {
       const reader = res.body!.getReader();
+      step.at = 'first read';
       await reader.read();
       client.abort();
-      await reader.read().catch(() => undefined);
+      // cancel(), not read(): a read after the abort may never settle in undici's fetch.
+      step.at = 'cancel after abort';
+      await reader.cancel().catch(() => undefined);
       return { kind: 'aborted' };
     }
+    step.at = 'body';
     const text = await res.text();
     if (res.status !== 200) return classifyError(res.status, text);
     return stream ? classifyStream(text) : classifyJson(text);
@@ -127,7 +163,7 @@ async function request(
 function classifyError(status: number, text: string): Outcome {
   try {
     const json = JSON.parse(text) as { error?: { message?: string; type?: string } };
-    if (CLEAR_STATUSES.has(status) && json.error?.message && json.error.type) return { kind: 'error', key: String(status) };
+    if (CLEAR_STATUSES.has(status) && json.error?.message && json.error.type) return { kind: 'error', key: String(status), message: json.error.message };
   } catch {
     /* falls through */
   }
@@ -159,7 +195,7 @@ function classifyStream(text: string): Outcome {
   if (last) {
     try {
       const json = JSON.parse(last) as { error?: { message?: string; type?: string } };
-      if (json.error?.message && json.error.type) return { kind: 'error', key: `stream:${json.error.type}` };
+      if (json.error?.message && json.error.type) return { kind: 'error', key: `stream:${json.error.type}`, message: json.error.message };
     } catch {
       /* falls through */
     }

@@ -95,6 +95,7 @@ async function main(): Promise<void> {
     reqPerS: Math.round((result.total / result.elapsedMs) * 1000),
     complete: result.complete,
     errors: result.errors,
+    errorSamples: result.errorSamples,
     aborted: result.aborted,
     bad: result.bad,
     badSamples: result.badSamples,
