@@ -1,26 +1,16 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { ServerRegistry } from '../../src/servers';
-import { contextHandler, FakeWorker, generationHandler } from '../support/fake-worker';
-import { postJson, startRouter, type RunningRouter } from '../support/router-app';
+import { startFakeCluster, type FakeCluster } from '../support/fake-cluster';
+import { postJson, type RunningRouter } from '../support/router-app';
 
 describe('bad input gets an OpenAI-style error with the right status', () => {
-  let ctx: FakeWorker;
-  let gen: FakeWorker;
+  let cluster: FakeCluster;
   let router: RunningRouter;
   beforeAll(async () => {
-    ctx = await new FakeWorker(contextHandler()).start();
-    gen = await new FakeWorker(generationHandler()).start();
-    router = await startRouter({
-      context_servers: { urls: [ctx.url] },
-      generation_servers: { urls: [gen.url] },
-      limits: { max_body_bytes: 64 * 1024 },
-    });
+    cluster = await startFakeCluster({ limits: { max_body_bytes: 64 * 1024 } });
+    router = cluster.router;
   });
-  afterAll(async () => {
-    await router?.close();
-    await ctx?.close();
-    await gen?.close();
-  });
+  afterAll(() => cluster?.close());
 
   const cases: [string, string, unknown, number, string | null][] = [
     ['malformed JSON', '/v1/completions', '{"model": "m", "prompt": ', 400, null],
@@ -65,8 +55,8 @@ describe('bad input gets an OpenAI-style error with the right status', () => {
   });
 
   it('none of it reached a worker or left load behind', () => {
-    expect(ctx.requests('/v1/completions')).toHaveLength(0);
-    expect(gen.requests('/v1/completions')).toHaveLength(0);
+    expect(cluster.ctx.requests('/v1/completions')).toHaveLength(0);
+    expect(cluster.gen.requests('/v1/completions')).toHaveLength(0);
     expect(router.app.get(ServerRegistry).list().every((s) => s.activeRequests === 0)).toBe(true);
   });
 });

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { contextHandler, FakeWorker, generationHandler, json } from '../support/fake-worker';
-import { postJson, startRouter, waitFor, type RunningRouter } from '../support/router-app';
+import { startFakeCluster, type FakeCluster } from '../support/fake-cluster';
+import { FakeWorker, generationHandler, json } from '../support/fake-worker';
+import { postJson, waitFor, type RunningRouter } from '../support/router-app';
 import { ServerRegistry } from '../../src/servers';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
@@ -10,18 +11,16 @@ describe('x-request-id', () => {
   let gen: FakeWorker;
   let router: RunningRouter;
 
+  let cluster: FakeCluster;
+
   beforeAll(async () => {
-    ctx = await new FakeWorker(contextHandler()).start();
-    gen = await new FakeWorker(generationHandler()).start();
-    router = await startRouter({ max_retries: 0, context_servers: { urls: [ctx.url] }, generation_servers: { urls: [gen.url] } });
+    cluster = await startFakeCluster({ max_retries: 0 });
+    ({ ctx, gen, router } = cluster);
     const registry = router.app.get(ServerRegistry);
     await waitFor(() => registry.ready('generation').length === 1 && registry.ready('context').length === 1, 10_000, 'servers ready');
   });
 
-  afterAll(async () => {
-    await router?.close();
-    await Promise.all([ctx?.close(), gen?.close()]);
-  });
+  afterAll(() => cluster?.close());
 
   const lastCall = (w: FakeWorker): string | string[] | undefined => w.requests('/v1/completions').at(-1)?.headers['x-request-id'];
 
