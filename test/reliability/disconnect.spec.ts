@@ -1,7 +1,8 @@
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from '@jest/globals';
 import type { ServerResponse } from 'node:http';
 import { contextHandler, FakeWorker, generationHandler, type FakeHandler } from '../support/fake-worker';
-import { startRouter, waitFor, type RunningRouter } from '../support/router-app';
+import { startFakeCluster, type FakeCluster } from '../support/fake-cluster';
+import { waitFor, type RunningRouter } from '../support/router-app';
 import { COUNTING, CountingPolicyModule, ledger } from './support/counting-policy';
 import { expectSettled } from './support/leaks';
 
@@ -28,15 +29,13 @@ describe('client disconnect aborts upstream calls and finishes each reservation 
   let ctx: FakeWorker;
   let gen: FakeWorker;
   let router: RunningRouter;
+  let cluster: FakeCluster;
   beforeAll(async () => {
-    ctx = await new FakeWorker(contextHandler()).start();
-    gen = await new FakeWorker(generationHandler()).start();
-    router = await startRouter({ context_servers: { urls: [ctx.url], ...COUNTING }, generation_servers: { urls: [gen.url], ...COUNTING } }, [CountingPolicyModule]);
+    cluster = await startFakeCluster({ context_servers: COUNTING, generation_servers: COUNTING }, [CountingPolicyModule]);
+    ({ ctx, gen, router } = cluster);
   });
   afterAll(async () => {
-    await router.close();
-    await ctx.close();
-    await gen.close();
+    await cluster.close();
     // The router's connections to the workers are gone with the app.
     await waitFor(() => ctx.sockets.size === 0 && gen.sockets.size === 0, 5_000, 'worker sockets closed');
   });

@@ -1,7 +1,8 @@
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from '@jest/globals';
 import type { ServerResponse } from 'node:http';
 import { contextHandler, FakeWorker, generationHandler, json, type FakeHandler } from '../support/fake-worker';
-import { postJson, startRouter, type RunningRouter } from '../support/router-app';
+import { startFakeCluster, type FakeCluster } from '../support/fake-cluster';
+import { postJson, type RunningRouter } from '../support/router-app';
 import { postStream, readSse } from '../support/sse';
 import { COUNTING, CountingPolicyModule, ledger } from './support/counting-policy';
 import { expectSettled } from './support/leaks';
@@ -19,24 +20,20 @@ describe('garbage from workers becomes a 502 naming the server, never a crash', 
   let ctx: FakeWorker;
   let gen: FakeWorker;
   let router: RunningRouter;
+  let cluster: FakeCluster;
   beforeAll(async () => {
-    ctx = await new FakeWorker(contextHandler()).start();
-    gen = await new FakeWorker(generationHandler()).start();
-    router = await startRouter(
+    cluster = await startFakeCluster(
       {
-        context_servers: { urls: [ctx.url], ...COUNTING },
-        generation_servers: { urls: [gen.url], ...COUNTING },
+        context_servers: COUNTING,
+        generation_servers: COUNTING,
         // A bad answer is not retried: one server each keeps the culprit obvious.
         health: { circuit_breaker: { enabled: false } },
       },
       [CountingPolicyModule],
     );
+    ({ ctx, gen, router } = cluster);
   });
-  afterAll(async () => {
-    await router.close();
-    await ctx.close();
-    await gen.close();
-  });
+  afterAll(() => cluster.close());
   beforeEach(() => ledger.reset());
   afterEach(async () => {
     ctx.handler = contextHandler();
