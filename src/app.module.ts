@@ -28,7 +28,7 @@ export class AppModule {
         HttpSessionModule.forRoot(),
         // Early: its Fastify hooks (request id, log context) must see every request.
         ObservabilityModule.forRoot(options.config),
-        // First among the interceptors: a request refused for shutdown never queues for admission.
+        // Near the root: Nest destroys it (the drain) before the session and the routers.
         LifecycleModule,
         AdmissionModule,
         ServersModule,

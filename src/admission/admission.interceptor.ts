@@ -9,6 +9,7 @@ import { CLIENT_TRAFFIC } from './client-traffic.decorator';
 /**
  * Holds a slot of the global in-flight limit for the whole life of a client request (until
  * its stream ends). A request that has to queue stops waiting when its client leaves.
+ * Not registered globally: the OpenAI handlers do the same through runClientTraffic.
  */
 @Injectable()
 export class AdmissionInterceptor implements NestInterceptor {

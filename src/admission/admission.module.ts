@@ -1,20 +1,19 @@
 import { Global, Module } from '@nestjs/common';
-import { APP_GUARD, APP_INTERCEPTOR } from '@nestjs/core';
-import { AdmissionInterceptor } from './admission.interceptor';
+import { APP_GUARD } from '@nestjs/core';
 import { AdmissionService } from './admission.service';
 import { ApiKeyRateLimitGuard } from './api-key-rate-limit.guard';
 
 /**
  * Admission control for @ClientTraffic() routes: per-key rate limit (guard), in-flight limit
- * with a bounded queue (interceptor), and per-pool limits the disagg flow asks for. Global so
- * the flow can reach the service without every module importing this one.
+ * with a bounded queue (runClientTraffic, called by the OpenAI handlers), and per-pool
+ * limits the disagg flow asks for. Global so the flow can reach the service without every
+ * module importing this one.
  */
 @Global()
 @Module({
   providers: [
     AdmissionService,
     { provide: APP_GUARD, useClass: ApiKeyRateLimitGuard },
-    { provide: APP_INTERCEPTOR, useClass: AdmissionInterceptor },
   ],
   exports: [AdmissionService],
 })

@@ -5,7 +5,10 @@ import { CLIENT_TRAFFIC } from '../admission/client-traffic.decorator';
 import { OpenAiError } from '../openai/openai-error';
 import { DrainService } from './drain.service';
 
-/** Counts in-flight client requests for the drain; refuses new ones once shutdown began. */
+/**
+ * Counts in-flight client requests for the drain; refuses new ones once shutdown began.
+ * Not registered globally: the OpenAI handlers do the same through runClientTraffic.
+ */
 @Injectable()
 export class DrainInterceptor implements NestInterceptor {
   constructor(

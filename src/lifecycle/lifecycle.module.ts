@@ -1,7 +1,5 @@
 import { Module } from '@nestjs/common';
-import { APP_INTERCEPTOR } from '@nestjs/core';
 import { ServersModule } from '../servers';
-import { DrainInterceptor } from './drain.interceptor';
 import { DrainService } from './drain.service';
 
 /**
@@ -11,7 +9,9 @@ import { DrainService } from './drain.service';
  */
 @Module({
   imports: [ServersModule],
-  providers: [DrainService, { provide: APP_INTERCEPTOR, useClass: DrainInterceptor }],
+  // No global interceptor: the OpenAI handlers count themselves in (see runClientTraffic), so
+  // their routes run without Nest's per-request interceptor chain.
+  providers: [DrainService],
   exports: [DrainService],
 })
 export class LifecycleModule {}

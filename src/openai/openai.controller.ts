@@ -1,6 +1,8 @@
 import { Controller, Logger, OnModuleInit, Post, Req, Res } from '@nestjs/common';
 import { ModuleRef } from '@nestjs/core';
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import { AdmissionService } from '../admission/admission.service';
+import { runClientTraffic } from '../admission/client-traffic-gate';
 import { ClientTraffic } from '../admission/client-traffic.decorator';
 import { DisaggService } from '../disagg/disagg.service';
 import { ClientGoneError } from '../disagg/upstream-failure';
@@ -17,18 +19,30 @@ import { validateOpenAiRequest } from './request-validation';
 export class OpenAiController implements OnModuleInit {
   private readonly logger = new Logger('OpenAI');
   private stopSignal?: AbortSignal;
+  private drain?: DrainService;
+  private admission?: AdmissionService;
 
   constructor(
     private readonly disagg: DisaggService,
     private readonly moduleRef: ModuleRef,
   ) {}
 
-  /** The shutdown drain (when the app has one) aborts requests still running at its deadline. */
+  /**
+   * The shutdown drain (when the app has one) counts requests and aborts those still running
+   * at its deadline; admission control (when the app has it) limits those in flight.
+   */
   onModuleInit(): void {
     try {
-      this.stopSignal = this.moduleRef.get(DrainService, { strict: false }).stopSignal;
+      this.drain = this.moduleRef.get(DrainService, { strict: false });
+      this.stopSignal = this.drain.stopSignal;
     } catch {
+      this.drain = undefined;
       this.stopSignal = undefined;
+    }
+    try {
+      this.admission = this.moduleRef.get(AdmissionService, { strict: false });
+    } catch {
+      this.admission = undefined;
     }
   }
 
@@ -42,7 +56,11 @@ export class OpenAiController implements OnModuleInit {
     return this.serve('chat', req, reply);
   }
 
-  private async serve(kind: RequestKind, req: FastifyRequest, reply: FastifyReply): Promise<void> {
+  private serve(kind: RequestKind, req: FastifyRequest, reply: FastifyReply): Promise<void> {
+    return runClientTraffic(reply, this.drain, this.admission, () => this.serveAdmitted(kind, req, reply));
+  }
+
+  private async serveAdmitted(kind: RequestKind, req: FastifyRequest, reply: FastifyReply): Promise<void> {
     const body = validateOpenAiRequest(kind, req.body);
     const channel = new FastifyClientChannel(reply, req.id, this.stopSignal);
     try {
