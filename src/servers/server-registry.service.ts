@@ -59,12 +59,16 @@ export class ServerRegistry {
   }
 
   list(role?: ServerRole): ServerState[] {
-    const all = [...this.servers.values()];
-    return role ? all.filter((s) => s.role === role) : all;
+    if (!role) return [...this.servers.values()];
+    const out: ServerState[] = [];
+    for (const s of this.servers.values()) if (s.role === role) out.push(s);
+    return out;
   }
 
   ready(role: ServerRole): ServerState[] {
-    return this.list(role).filter((s) => s.status === 'ready');
+    const out: ServerState[] = [];
+    for (const s of this.servers.values()) if (s.role === role && s.status === 'ready') out.push(s);
+    return out;
   }
 
   /**
@@ -73,7 +77,11 @@ export class ServerRegistry {
    * switch an aggregated cluster over (it would answer 503 until the server is ready).
    */
   hasContextPool(): boolean {
-    return this.list('context').some((s) => s.source === 'config' || s.status !== 'preparing');
+    // Asked on every request: a plain scan, no arrays.
+    for (const s of this.servers.values()) {
+      if (s.role === 'context' && (s.source === 'config' || s.status !== 'preparing')) return true;
+    }
+    return false;
   }
 
   onEvent(listener: (event: ServerEvent) => void): () => void {

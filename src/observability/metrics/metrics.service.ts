@@ -13,6 +13,29 @@ const SERVER_STATUSES: readonly ServerStatus[] = ['preparing', 'ready', 'drainin
 const CIRCUIT_STATES: readonly CircuitState[] = ['closed', 'open', 'half_open'];
 
 type CounterChild = ReturnType<Counter<string>['labels']>;
+type HistogramChild = ReturnType<Histogram<string>['labels']>;
+
+/** Label tuples of the per-request series are few; past this many, children are not cached. */
+const MAX_CACHED_CHILDREN = 1024;
+
+/**
+ * Label children by a key of their values: the request path then builds no label object and
+ * no `String(status)` per observe (prom-client still hashes the labels inside).
+ */
+class ChildCache<C> {
+  private readonly byKey = new Map<string, C>();
+
+  constructor(private readonly create: (a: string, b: string, c: string, d: string) => C) {}
+
+  /** `key` identifies the values `a`..`d` (unused ones left empty). */
+  get(key: string, a: string, b = '', c = '', d = ''): C {
+    let child = this.byKey.get(key);
+    if (child) return child;
+    child = this.create(a, b, c, d);
+    if (this.byKey.size < MAX_CACHED_CHILDREN) this.byKey.set(key, child);
+    return child;
+  }
+}
 
 /**
  * The router's Prometheus metrics, in a registry of this app instance. Request-path updates
@@ -50,6 +73,10 @@ export class MetricsService implements OnModuleInit, OnModuleDestroy {
 
   /** Cached label children of the per-request series, dropped when a server goes. */
   private readonly routingChildren = new Map<ServerState, Map<string, CounterChild>>();
+  private readonly httpChildren = new ChildCache<CounterChild>((method, route, status) => this.httpRequests.labels({ method, route, status }));
+  private readonly requestChildren = new ChildCache<CounterChild>((endpoint, status, phase, mode) => this.requests.labels({ endpoint, status, phase, mode }));
+  private readonly e2eChildren = new ChildCache<HistogramChild>((endpoint, stream) => this.e2e.labels({ endpoint, stream }));
+  private readonly ttftChildren = new ChildCache<HistogramChild>((endpoint) => this.ttft.labels({ endpoint }));
 
   constructor(private readonly servers: ServerRegistry) {
     collectDefaultMetrics({ register: this.registry });
@@ -77,17 +104,20 @@ export class MetricsService implements OnModuleInit, OnModuleDestroy {
   // --- request path (RequestEvents and the HTTP hook) -------------------------------------
 
   httpResponse(method: string, route: string | undefined, status: number): void {
-    this.httpRequests.inc({ method, route: route ?? 'unmatched', status: String(status) });
+    const r = route ?? 'unmatched';
+    this.httpChildren.get(`${method} ${r} ${status}`, method, r, String(status)).inc();
   }
 
   /** `preFlowMs`: time between the request's arrival and the disagg flow's start. */
   requestDone(done: RequestDoneEvent, preFlowMs: number): void {
     const endpoint = ENDPOINTS[done.kind];
-    this.requests.inc({ endpoint, status: String(done.status), phase: lastPhase(done), mode: done.mode });
+    const phase = lastPhase(done);
+    this.requestChildren.get(`${endpoint} ${done.status} ${phase} ${done.mode}`, endpoint, String(done.status), phase, done.mode).inc();
     if (done.status === 499) return; // the client left: no answer, no latency to report
     const d = phaseDurations(done, preFlowMs);
-    this.e2e.observe({ endpoint, stream: done.stream ? 'true' : 'false' }, d.e2e);
-    if (done.stream && done.status < 400 && d.firstToken !== undefined) this.ttft.observe({ endpoint }, d.firstToken);
+    const stream = done.stream ? 'true' : 'false';
+    this.e2eChildren.get(`${endpoint} ${stream}`, endpoint, stream).observe(d.e2e);
+    if (done.stream && done.status < 400 && d.firstToken !== undefined) this.ttftChildren.get(endpoint, endpoint).observe(d.firstToken);
     if (d.context !== undefined) this.contextPhase.observe(d.context);
     this.overhead.observe(d.overhead);
   }
