@@ -39,6 +39,8 @@ export interface CircuitInfo {
 /** The hash algorithm a worker uses when its /server_info does not say. */
 export const DEFAULT_KV_HASH_ALGO = 'v1_block_key';
 
+const KV_EVENTS_HEADERS = { 'content-type': 'application/json' };
+
 /**
  * What the router knows of one worker: load, KV block table, server_info, health. It holds
  * the session provider (never a client) and asks it for the client at each use, so a state
@@ -48,6 +50,7 @@ export class ServerState {
   readonly id: string;
   readonly url: string;
   readonly origin: string;
+  private readonly kvEventsPath: string;
   readonly role: ServerRole;
   readonly source: ServerSource;
   status: ServerStatus = 'preparing';
@@ -67,7 +70,9 @@ export class ServerState {
     private readonly session: HttpSessionProvider,
   ) {
     this.url = spec.url;
-    this.origin = new URL(spec.url).origin;
+    const parsed = new URL(spec.url);
+    this.origin = parsed.origin;
+    this.kvEventsPath = `${parsed.pathname.replace(/\/+$/, '')}/kv_cache_events`;
     this.role = spec.role;
     this.source = spec.source;
     this.id = serverIdFor(spec.role, spec.url);
@@ -128,15 +133,25 @@ export class ServerState {
     return result;
   }
 
-  /** POST /kv_cache_events: a destructive read of the events since the last call. */
+  /**
+   * POST /kv_cache_events: a destructive read of the events since the last call. A KV-aware
+   * router polls after every finished request, so this goes straight on the session's pool
+   * (axios' config merging and per-call timeout signal cost several times more); the answer
+   * head and each body chunk get `timeoutMs`. Not a 2xx: fails as axios did.
+   */
   async fetchKvEventsText(timeoutMs: number): Promise<string> {
-    const res = await this.session.axios.post<string>(`${this.url}/kv_cache_events`, '', {
-      timeout: timeoutMs,
-      responseType: 'text',
-      transformResponse: (d: string) => d,
-      headers: { 'content-type': 'application/json' },
+    const res = await this.session.request({
+      origin: this.origin,
+      path: this.kvEventsPath,
+      method: 'POST',
+      headers: KV_EVENTS_HEADERS,
+      body: '',
+      headersTimeoutMs: timeoutMs,
+      bodyTimeoutMs: timeoutMs,
     });
-    return res.data;
+    const text = await res.body.text();
+    if (res.statusCode < 200 || res.statusCode >= 300) throw new Error(`Request failed with status code ${res.statusCode}`);
+    return text;
   }
 
   toJSON(): Record<string, unknown> {
