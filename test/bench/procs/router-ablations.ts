@@ -1,8 +1,5 @@
-import type { CallHandler } from '@nestjs/common';
-import { AdmissionInterceptor } from '../../../src/admission/admission.interceptor';
 import { ApiKeyRateLimitGuard } from '../../../src/admission/api-key-rate-limit.guard';
 import { StartupGuard } from '../../../src/health/startup.guard';
-import { DrainInterceptor } from '../../../src/lifecycle/drain.interceptor';
 import { requestContextStorage } from '../../../src/observability/context/request-context';
 import { MetricsService } from '../../../src/observability/metrics/metrics.service';
 import { RequestContextHooks } from '../../../src/observability/context/request-context.hooks';
@@ -30,12 +27,10 @@ export const ABLATIONS: Record<string, () => void> = {
   metrics: () => {
     for (const m of ['httpResponse', 'requestDone', 'routed'] as const) MetricsService.prototype[m] = () => undefined;
   },
-  /** The global guards' and interceptors' own work (Nest's enhancer machinery stays). */
+  /** The global guards' own work (Nest's enhancer machinery stays). */
   enhancers: () => {
     StartupGuard.prototype.canActivate = () => true;
     ApiKeyRateLimitGuard.prototype.canActivate = () => true;
-    AdmissionInterceptor.prototype.intercept = (_c, next: CallHandler) => next.handle();
-    DrainInterceptor.prototype.intercept = (_c, next: CallHandler) => next.handle();
   },
 };
 
