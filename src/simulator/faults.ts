@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { mulberry32 } from './seeded-random';
 
 export const FAULT_KINDS = [
   'error', // answer with an HTTP error status (500 unless `status` says otherwise)
@@ -47,17 +48,6 @@ interface ActiveRule {
   rand?: () => number;
 }
 
-/** mulberry32: tiny deterministic PRNG so fractional faults are reproducible. */
-function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /** The active fault rules of one worker; the first rule that fires on a request wins. */
 export class FaultInjector {

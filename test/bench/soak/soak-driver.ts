@@ -5,6 +5,8 @@
  * error (nor a deliberate abort) is a "bad" outcome, kept with a sample for the report.
  */
 
+import { mulberry32 } from '../../../src/simulator/seeded-random';
+
 export interface SoakOptions {
   url: string;
   concurrency: number;
@@ -37,21 +39,11 @@ export interface SoakResult {
 
 const CLEAR_STATUSES = new Set([429, 502, 503, 504]);
 
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 type Outcome = { kind: 'complete' } | { kind: 'error'; key: string; message: string } | { kind: 'aborted' } | { kind: 'bad'; why: string };
 
 export async function runSoak(opts: SoakOptions): Promise<SoakResult> {
-  const rand = prng(opts.seed ?? 42);
+  const rand = mulberry32(opts.seed ?? 42);
   const started = Date.now();
   const deadline = opts.durationMs ? started + opts.durationMs : Infinity;
   const limit = opts.requests ?? Infinity;
