@@ -5,6 +5,7 @@ import { ROUTER_CONFIG, type RouterConfig } from '../../config';
 import { MetricsService } from '../metrics/metrics.service';
 import { InFlightRequests } from './in-flight-requests';
 import { requestContextStorage, type RequestContext } from './request-context';
+import { logsPerRequest } from '../logging/log-levels';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -35,7 +36,7 @@ export class RequestContextHooks implements OnModuleInit {
     private readonly metrics: MetricsService,
     private readonly inFlight: InFlightRequests,
   ) {
-    this.asyncContext = config.logging.level === 'debug' || config.logging.level === 'trace';
+    this.asyncContext = logsPerRequest(config.logging.level);
   }
 
   onModuleInit(): void {

@@ -22,3 +22,11 @@ export function pinoLevelFor(levels: readonly LogLevel[]): LevelWithSilent {
   for (const l of levels) lowest = Math.min(lowest, SEVERITY.indexOf(NEST_TO_PINO[l]));
   return lowest < SEVERITY.length ? SEVERITY[lowest] : 'silent';
 }
+
+/**
+ * Whether a level logs per request (a line per request, request ids in every line). Below
+ * debug the request path stays free of that work.
+ */
+export function logsPerRequest(level: LevelWithSilent): boolean {
+  return level === 'debug' || level === 'trace';
+}

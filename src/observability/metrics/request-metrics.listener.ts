@@ -3,6 +3,7 @@ import { ROUTER_CONFIG, type RouterConfig, type ServerRole } from '../../config'
 import { RequestEvents, type RequestDoneEvent, type RoutedEvent, type UpstreamFailureEvent } from '../../disagg/request-events';
 import { InFlightRequests } from '../context/in-flight-requests';
 import { MetricsService } from './metrics.service';
+import { logsPerRequest } from '../logging/log-levels';
 
 /**
  * Turns RequestEvents into metrics (and, at debug level, one line per request). Listeners
@@ -28,7 +29,7 @@ export class RequestMetricsListener implements OnModuleInit, OnModuleDestroy {
     private readonly metrics: MetricsService,
     private readonly inFlight: InFlightRequests,
   ) {
-    this.logEachRequest = config.logging.level === 'debug' || config.logging.level === 'trace';
+    this.logEachRequest = logsPerRequest(config.logging.level);
   }
 
   onModuleInit(): void {
