@@ -1,3 +1,4 @@
+import type { ServerResponse } from 'node:http';
 import type { Transport } from './transports';
 
 /** Where a two-hop proxy writes its answer (node:http response, Nest reply, ...). */
@@ -7,6 +8,26 @@ export interface AnswerSink {
   /** Resolves once the chunk may be followed by another (backpressure). */
   write(chunk: Uint8Array): Promise<void> | void;
   end(): void;
+}
+
+/** The sink over a node:http response, with backpressure. */
+export function responseSink(res: ServerResponse): AnswerSink {
+  return {
+    json(text) {
+      res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
+      res.end(text);
+    },
+    startStream() {
+      res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
+    },
+    write(chunk) {
+      if (res.write(chunk)) return;
+      return new Promise<void>((resolve) => res.once('drain', resolve));
+    },
+    end() {
+      res.end();
+    },
+  };
 }
 
 export interface Upstreams {

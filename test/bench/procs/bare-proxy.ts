@@ -2,28 +2,9 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { AddressInfo } from 'node:net';
 import { argOf, failChild, serveChild } from '../lib/proc-child';
 import { createTransport, type TransportName } from '../lib/transports';
-import { twoHop, type AnswerSink } from '../lib/two-hop';
+import { responseSink, twoHop } from '../lib/two-hop';
 
 /** node:http server + a chosen HTTP client doing the two hops: the Node line for this job. */
-function sinkOf(res: ServerResponse): AnswerSink {
-  return {
-    json(text) {
-      res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
-      res.end(text);
-    },
-    startStream() {
-      res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
-    },
-    write(chunk) {
-      if (res.write(chunk)) return;
-      return new Promise<void>((resolve) => res.once('drain', resolve));
-    },
-    end() {
-      res.end();
-    },
-  };
-}
-
 async function main(): Promise<void> {
   const transport = createTransport(argOf('transport', 'undici-pool') as TransportName);
   const up = { ctx: argOf('ctx'), gen: argOf('gen') };
@@ -38,7 +19,7 @@ async function main(): Promise<void> {
         res.writeHead(400).end();
         return;
       }
-      twoHop(transport, up, body, sinkOf(res)).catch((err: Error) => {
+      twoHop(transport, up, body, responseSink(res)).catch((err: Error) => {
         if (!res.headersSent) res.writeHead(502);
         res.end(err.message);
       });

@@ -5,7 +5,7 @@ import type { ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { argOf, failChild, serveChild } from '../lib/proc-child';
 import { createTransport, type Transport } from '../lib/transports';
-import { twoHop, type Upstreams } from '../lib/two-hop';
+import { responseSink, twoHop, type Upstreams } from '../lib/two-hop';
 
 /**
  * The smallest Nest app doing the two-hop job, on Fastify or on Express: the platform's own
@@ -32,22 +32,7 @@ class ProxyController {
     reply.hijack?.();
     // Fastify: reply.raw; Express: the reply is the node response.
     const res = reply.raw ?? (reply as unknown as ServerResponse);
-    await twoHop(this.transport, this.up, body, {
-      json(text) {
-        res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
-        res.end(text);
-      },
-      startStream() {
-        res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
-      },
-      write(chunk) {
-        if (res.write(chunk)) return;
-        return new Promise<void>((resolve) => res.once('drain', resolve));
-      },
-      end() {
-        res.end();
-      },
-    });
+    await twoHop(this.transport, this.up, body, responseSink(res));
   }
 }
 

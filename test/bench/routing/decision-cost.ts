@@ -4,6 +4,7 @@ import { DEFAULT_HTTP_SESSION_OPTIONS, HttpSessionProvider } from '../../../src/
 import { ConversationRouter, KvCacheAwareRouter, LoadBalancingRouter, PromptTokenizer, RoundRobinRouter, type BaseRouter, type RoutingRequest } from '../../../src/routing';
 import { ServerState } from '../../../src/servers';
 import { getTokenizer } from '../../../src/tokenizer';
+import { runScript } from '../lib/run-script';
 
 /**
  * What one routing decision costs on the event loop for an 8k-token prompt given as token
@@ -91,12 +92,4 @@ async function main(): Promise<void> {
   process.stdout.write(['| where | tokens | ms per request | longest event-loop stall ms |', '|---|---|---|---|', ...(await tokenizationCost())].join('\n') + '\n');
 }
 
-if (require.main === module) {
-  main().then(
-    () => process.exit(0),
-    (err: unknown) => {
-      process.stderr.write(`${(err as Error).stack ?? String(err)}\n`);
-      process.exit(1);
-    },
-  );
-}
+if (require.main === module) runScript(main);

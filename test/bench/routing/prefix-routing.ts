@@ -3,6 +3,7 @@ import { startSimCluster, type SimCluster } from '../../../src/simulator';
 import { startRouter, waitFor, type RunningRouter } from '../../support/router-app';
 import { OracleModule } from './oracle.policy';
 import { buildWorkload, type Conversation } from './workload';
+import { runScript } from '../lib/run-script';
 
 /**
  * Multi-turn shared-prefix workload against simulated workers with a small KV cache: prefix
@@ -179,12 +180,4 @@ async function main(): Promise<void> {
   process.stdout.write(`\n${resultTable(results)}\n`);
 }
 
-if (require.main === module) {
-  main().then(
-    () => process.exit(0),
-    (err: unknown) => {
-      process.stderr.write(`${(err as Error).stack ?? String(err)}\n`);
-      process.exit(1);
-    },
-  );
-}
+if (require.main === module) runScript(main);
