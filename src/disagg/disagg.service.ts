@@ -105,7 +105,7 @@ export class DisaggService {
       return ctx.status;
     }
     const choice = (ctx.json.choices as Record<string, unknown>[])[0];
-    if (choice.finish_reason !== 'length' && choice.finish_reason !== 'not_finished') {
+    if (completedByContext(choice)) {
       flow.done.mode = 'context_only_finish';
       if (reserved) this.finish(flow, reserved.routed.router, true);
       delete choice.disaggregated_params;
@@ -137,7 +137,7 @@ export class DisaggService {
     disaggId: number,
     reservedGen: RouteResultWithRouter | undefined,
   ): Promise<{ status: number; text: string; json: Record<string, unknown>; server: string }> {
-    const conversationId = (body.disaggregated_params as Record<string, unknown> | undefined)?.conversation_id;
+    const conversationId = conversationIdOf(body);
     // Built once the context router picked: a KV-aware router may have tokenized the prompt.
     const ctxBody = (): string => JSON.stringify({
       ...withTokenIds(flow.kind, body, flow.routing.tokenIds),
@@ -173,7 +173,7 @@ export class DisaggService {
       this.finish(flow, router, false);
       this.badResponse(flow, 'context', route, 'an answer that is not an OpenAI completion');
     }
-    const finished = choice!.finish_reason !== 'length' && choice!.finish_reason !== 'not_finished';
+    const finished = completedByContext(choice!);
     if (!finished && (typeof choice!.disaggregated_params !== 'object' || choice!.disaggregated_params === null)) {
       this.finish(flow, router, false);
       this.badResponse(flow, 'context', route, 'a context answer without disaggregated_params');
@@ -415,6 +415,15 @@ export class DisaggService {
 
 type RouteResultWithRouter = { router: Router; route: RouteResult };
 
+/** PROTOCOL.md section 3 step 2: any finish reason but these means nothing is left to generate. */
+function completedByContext(choice: Record<string, unknown>): boolean {
+  return choice.finish_reason !== 'length' && choice.finish_reason !== 'not_finished';
+}
+
+function conversationIdOf(body: Record<string, unknown>): unknown {
+  return (body.disaggregated_params as Record<string, unknown> | undefined)?.conversation_id;
+}
+
 function parseJsonObject(text: string): Record<string, unknown> | undefined {
   try {
     const v = JSON.parse(text) as unknown;
@@ -435,7 +444,7 @@ function buildGenerationBody(
   const params = { ...(choice.disaggregated_params as Record<string, unknown>) };
   params.request_type = 'generation_only';
   params.disagg_request_id = disaggId;
-  const conversationId = (body.disaggregated_params as Record<string, unknown> | undefined)?.conversation_id;
+  const conversationId = conversationIdOf(body);
   if (conversationId !== undefined) params.conversation_id = conversationId;
   const gen: Record<string, unknown> = { ...body, disaggregated_params: params };
   const ids = ctx.prompt_token_ids;
