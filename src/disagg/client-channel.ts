@@ -1,9 +1,11 @@
+import type { AbortHandle } from '../http-session/abort-handle';
+
 /**
- * The client side of one request as the disagg flow sees it: where the answer goes, and a
- * signal that fires when the client goes away (any phase), so upstream calls are aborted.
+ * The client side of one request as the disagg flow sees it: where the answer goes, and an
+ * abort that fires when the client goes away (any phase), so upstream calls are aborted.
  */
 export interface ClientChannel {
-  readonly signal: AbortSignal;
+  readonly abort: AbortHandle;
   /** The request id (x-request-id), forwarded upstream. */
   readonly requestId: string;
   readonly headersSent: boolean;

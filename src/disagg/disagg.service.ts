@@ -27,8 +27,12 @@ interface Flow {
   kind: RequestKind;
   channel: ClientChannel;
   started: number;
-  timings: Partial<RequestTimings>;
-  done: Omit<RequestDoneEvent, 'timings' | 'status' | 'startedAt'>;
+  timings: RequestTimings;
+  /** Filled in as the flow goes and emitted as it is at the end (one object per request). */
+  done: RequestDoneEvent;
+  /** Upstream request headers, the same for every call of this request but the accept. */
+  headers: Record<string, string>;
+  streamHeaders: Record<string, string> | undefined;
   /** Routers that reserved a server for this request, finished exactly once each. */
   pending: Router[];
 }
@@ -58,13 +62,21 @@ export class DisaggService {
 
   async handle(kind: RequestKind, body: Record<string, unknown>, channel: ClientChannel): Promise<void> {
     const disaggId = nextDisaggRequestId();
+    // Every field present from the start: one object shape per request, no spreads at the end.
+    const timings: RequestTimings = { contextStart: undefined, contextEnd: undefined, generationStart: undefined, firstByte: undefined, end: 0 };
+    const stream = body.stream === true;
     const flow: Flow = {
       routing: { id: String(disaggId), kind, body },
       kind,
       channel,
       started: performance.now(),
-      timings: {},
-      done: { requestId: channel.requestId, kind, stream: body.stream === true, mode: 'disagg', retries: 0 },
+      timings,
+      done: {
+        requestId: channel.requestId, kind, stream, status: 0, mode: 'disagg', retries: 0,
+        contextServer: undefined, generationServer: undefined, errorKind: undefined, timings, startedAt: 0,
+      },
+      headers: { 'content-type': 'application/json', 'x-request-id': channel.requestId },
+      streamHeaders: undefined,
       pending: [],
     };
     let status = 200;
@@ -79,12 +91,11 @@ export class DisaggService {
       throw err;
     } finally {
       this.finishAll(flow, status < 400);
-      this.events.emit('requestDone', {
-        ...flow.done,
-        status,
-        startedAt: Date.now() - (performance.now() - flow.started),
-        timings: { ...flow.timings, end: performance.now() - flow.started },
-      });
+      const end = performance.now() - flow.started;
+      timings.end = end;
+      flow.done.status = status;
+      flow.done.startedAt = Date.now() - end;
+      this.events.emit('requestDone', flow.done);
     }
   }
 
@@ -252,7 +263,7 @@ export class DisaggService {
       if (rest) await channel.write(rest);
     } catch (err) {
       this.finish(flow, router, false);
-      if (channel.signal.aborted) throw new ClientGoneError();
+      if (channel.abort.aborted) throw new ClientGoneError();
       const kind = classifyTransportError(err);
       this.events.emit('upstreamFailure', { requestId: channel.requestId, role: 'generation', server: route.server, kind, detail: (err as Error).message });
       flow.done.errorKind = kind;
@@ -278,7 +289,7 @@ export class DisaggService {
   private async streamError(flow: Flow, status: number, message: string): Promise<void> {
     const err = new OpenAiError(status, message);
     this.logger.warn(`[${flow.channel.requestId}] ${message}`);
-    if (!flow.channel.signal.aborted) {
+    if (!flow.channel.abort.aborted) {
       await flow.channel.write(`data: ${JSON.stringify(err.body)}\n\n`).catch(() => undefined);
     }
     flow.channel.end();
@@ -312,9 +323,9 @@ export class DisaggService {
     const excluded = [...exclude];
     const failures: string[] = [];
     const attempts = this.config.max_retries + 1;
-    const headers = { ...JSON_HEADERS, 'x-request-id': flow.channel.requestId, ...(stream ? { accept: 'text/event-stream' } : {}) };
+    const headers = stream ? (flow.streamHeaders ??= { ...flow.headers, accept: 'text/event-stream' }) : flow.headers;
     for (let attempt = 0; attempt < attempts; attempt++) {
-      if (flow.channel.signal.aborted) throw new ClientGoneError();
+      if (flow.channel.abort.aborted) throw new ClientGoneError();
       let router: Router;
       let route: RouteResult;
       if (attempt === 0 && reserved) {
@@ -340,7 +351,7 @@ export class DisaggService {
           method: 'POST',
           headers,
           body: typeof body === 'string' ? body : body(),
-          signal: flow.channel.signal,
+          signal: flow.channel.abort,
           headersTimeoutMs: timeoutMs,
           // A stalled stream must never hang forever: without stream_idle_s, request_s bounds the silence.
           bodyTimeoutMs: stream ? (this.config.timeouts.stream_idle_s ?? this.config.timeouts.request_s) * 1000 : timeoutMs,
@@ -353,7 +364,7 @@ export class DisaggService {
       } catch (err) {
         this.finish(flow, router, false);
         if (err instanceof HttpSessionClosedError) throw new OpenAiError(503, 'the router is shutting down', { code: 'shutting_down' });
-        if (flow.channel.signal.aborted) throw new ClientGoneError();
+        if (flow.channel.abort.aborted) throw new ClientGoneError();
         const kind = classifyTransportError(err);
         this.events.emit('upstreamFailure', { requestId: flow.channel.requestId, role, server, kind, detail: (err as Error).message });
         if (kind === 'timeout') {
@@ -370,7 +381,7 @@ export class DisaggService {
 
   private async pick(flow: Flow, router: Router, role: ServerRole, excluded: readonly string[]): Promise<RouteResult> {
     // A per-pool slot is held with the reservation and released in finish().
-    if (this.admission?.poolLimited(role)) await this.admission.enterPool(role, flow.channel.signal);
+    if (this.admission?.poolLimited(role)) await this.admission.enterPool(role, flow.channel.abort.signal);
     let route: RouteResult;
     try {
       route = await router.getNextServer(flow.routing, { excludeServer: excluded });
@@ -405,7 +416,7 @@ export class DisaggService {
   }
 
   private transportError(flow: Flow, role: ServerRole, url: string, err: unknown): Error {
-    if (flow.channel.signal.aborted) return new ClientGoneError();
+    if (flow.channel.abort.aborted) return new ClientGoneError();
     const kind = classifyTransportError(err);
     flow.done.errorKind = kind;
     if (kind === 'timeout') return new OpenAiError(504, `${role} server ${url} timed out`, { code: 'upstream_timeout' });

@@ -3,6 +3,7 @@ import { Inject, Injectable, Logger, OnModuleDestroy, OnModuleInit } from '@nest
 import axios, { type AxiosInstance } from 'axios';
 import { EventEmitter } from 'node:events';
 import { Agent, type Dispatcher } from 'undici';
+import { AbortHandle } from './abort-handle';
 import { HttpSessionClosedError } from './http-session.errors';
 import { HTTP_SESSION_OPTIONS, type HttpSessionOptions } from './http-session.options';
 import { createUndiciAdapter } from './undici-axios-adapter';
@@ -46,7 +47,8 @@ export interface UpstreamRequest {
   method?: Dispatcher.HttpMethod;
   headers?: Record<string, string>;
   body?: string | Buffer;
-  signal?: AbortSignal;
+  /** An AbortHandle goes to undici as it is; an AbortSignal through a shared bridge. */
+  signal?: AbortSignal | AbortHandle;
   /** Deadline for the response head (ms); defaults to the session's request timeout. */
   headersTimeoutMs?: number;
   /** Longest silence between two body chunks (ms); 0 disables. */
@@ -133,7 +135,7 @@ export class HttpSessionProvider implements OnModuleInit, OnModuleDestroy {
       method: req.method ?? 'GET',
       headers: req.headers,
       body: req.body,
-      signal: req.signal && abortBridgeOf(req.signal),
+      signal: req.signal instanceof AbortHandle ? req.signal : req.signal && abortBridgeOf(req.signal),
       headersTimeout: req.headersTimeoutMs ?? this.options.requestTimeoutMs,
       bodyTimeout: req.bodyTimeoutMs ?? 0,
     });

@@ -1,3 +1,4 @@
+export * from './abort-handle';
 export * from './http-session.errors';
 export * from './http-session.module';
 export * from './http-session.options';

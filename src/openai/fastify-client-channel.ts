@@ -1,16 +1,17 @@
 import type { FastifyReply } from 'fastify';
 import type { ServerResponse } from 'node:http';
 import type { ClientChannel } from '../disagg/client-channel';
+import { AbortHandle } from '../http-session/abort-handle';
 
 /** The live channels following each shutdown stop signal. */
 const STOP_FOLLOWERS = new WeakMap<AbortSignal, Set<FastifyClientChannel>>();
 
 /**
  * A hijacked Fastify reply as the disagg flow's client channel. A client that leaves before
- * the answer is complete aborts the signal (res 'close' without writableFinished).
+ * the answer is complete aborts the request (res 'close' without writableFinished).
  */
 export class FastifyClientChannel implements ClientChannel {
-  private readonly controller = new AbortController();
+  readonly abort = new AbortHandle();
   private readonly res: ServerResponse;
 
   constructor(
@@ -22,12 +23,12 @@ export class FastifyClientChannel implements ClientChannel {
     this.res = reply.raw;
     this.res.once('close', () => {
       this.stopFollowers?.delete(this);
-      if (!this.res.writableFinished) this.controller.abort();
+      if (!this.res.writableFinished) this.abort.abort();
     });
     // The client may have left while the request waited for admission.
-    if (this.res.destroyed || this.res.socket?.destroyed) this.controller.abort();
+    if (this.res.destroyed || this.res.socket?.destroyed) this.abort.abort();
     // A channel whose client already left gets no 'close' to unfollow on.
-    if (stopSignal && !this.controller.signal.aborted) this.followStop(stopSignal);
+    if (stopSignal && !this.abort.aborted) this.followStop(stopSignal);
   }
 
   /** True when the router itself aborted the request (shutdown drain deadline), not the client. */
@@ -54,11 +55,7 @@ export class FastifyClientChannel implements ClientChannel {
 
   private stopForShutdown(): void {
     this.stoppedForShutdown = true;
-    this.controller.abort();
-  }
-
-  get signal(): AbortSignal {
-    return this.controller.signal;
+    this.abort.abort();
   }
 
   get headersSent(): boolean {
@@ -69,10 +66,14 @@ export class FastifyClientChannel implements ClientChannel {
     return this.res;
   }
 
-  sendJson(status: number, body: string, headers: Record<string, string> = {}): void {
-    if (this.res.destroyed) return;
-    this.res.writeHead(status, { ...headers, 'content-length': Buffer.byteLength(body), 'x-request-id': this.requestId });
-    this.res.end(body);
+  sendJson(status: number, body: string, headers?: Record<string, string>): void {
+    const res = this.res;
+    if (res.destroyed) return;
+    if (headers) for (const name in headers) res.setHeader(name, headers[name]);
+    res.setHeader('content-length', Buffer.byteLength(body));
+    res.setHeader('x-request-id', this.requestId);
+    res.writeHead(status);
+    res.end(body);
   }
 
   startStream(status: number, headers: Record<string, string>): void {
