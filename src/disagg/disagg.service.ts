@@ -45,6 +45,9 @@ interface Flow {
 @Injectable()
 export class DisaggService {
   private readonly logger = new Logger(DisaggService.name);
+  private readonly onFinishError = (err: Error): void => {
+    this.logger.error(`finishRequest failed: ${err.message}`);
+  };
 
   constructor(
     @Inject(ROUTER_CONFIG) private readonly config: RouterConfig,
@@ -227,10 +230,7 @@ export class DisaggService {
         this.finish(flow, router, false);
         this.badResponse(flow, 'generation', route, 'an answer that is not JSON');
       }
-      if (ctxUsage && json!.usage) {
-        rewriteUsage(json!.usage, ctxUsage);
-        text = JSON.stringify(json);
-      }
+      if (ctxUsage && json!.usage && rewriteUsage(json!.usage, ctxUsage)) text = JSON.stringify(json);
       this.finish(flow, router, true);
       flow.channel.sendJson(200, text, JSON_HEADERS);
       return 200;
@@ -400,9 +400,7 @@ export class DisaggService {
     if (i < 0) return;
     flow.pending.splice(i, 1);
     this.admission?.leavePool(router.role);
-    router.finishRequest(flow.routing, { success }).catch((err: Error) => {
-      this.logger.error(`finishRequest on the ${router.role} router failed: ${err.message}`);
-    });
+    router.finishRequest(flow.routing, { success }).catch(this.onFinishError);
   }
 
   private finishAll(flow: Flow, success: boolean): void {

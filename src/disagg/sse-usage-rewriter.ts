@@ -65,8 +65,7 @@ export class SseUsageRewriter {
         if (!event.includes(USAGE_KEY) || !event.startsWith('data: {')) return event;
         try {
           const payload = JSON.parse(event.slice(6)) as Record<string, unknown>;
-          if (!payload.usage) return event;
-          rewriteUsage(payload.usage, this.ctx!);
+          if (!payload.usage || !rewriteUsage(payload.usage, this.ctx!)) return event;
           return `data: ${JSON.stringify(payload)}`;
         } catch {
           return event;

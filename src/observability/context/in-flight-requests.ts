@@ -14,6 +14,13 @@ const MAX_ENTRIES = 65_536;
 @Injectable()
 export class InFlightRequests {
   private readonly byId = new Map<string, RequestContext>();
+  /** Entries to end at the next turn: one setImmediate per batch, not one per request. */
+  private ending: RequestContext[] = [];
+  private readonly endBatch = (): void => {
+    const batch = this.ending;
+    this.ending = [];
+    for (const ctx of batch) this.end(ctx);
+  };
 
   start(ctx: RequestContext): void {
     this.byId.delete(ctx.requestId);
@@ -30,6 +37,14 @@ export class InFlightRequests {
     if (this.byId.get(ctx.requestId) === ctx) this.byId.delete(ctx.requestId);
   }
 
+  /**
+   * Ends the entry at the next turn, after the I/O callbacks of this one: observers of the
+   * request's last events may still read it until then.
+   */
+  endSoon(ctx: RequestContext): void {
+    if (this.ending.push(ctx) === 1) setImmediate(this.endBatch);
+  }
+
   /** Time between the request's arrival and the flow's start. */
   preFlowMs(done: RequestDoneEvent): number {
     const ctx = this.byId.get(done.requestId);
@@ -38,7 +53,7 @@ export class InFlightRequests {
     const pre = Math.max(0, performance.now() - done.timings.end - ctx.arrivedAt);
     // A client that left gets no answer, so no onResponse ends the entry. Several observers
     // read it within this emit: it goes at the next turn.
-    if (done.status === 499) setImmediate(() => this.end(ctx));
+    if (done.status === 499) this.endSoon(ctx);
     return pre;
   }
 

@@ -65,7 +65,7 @@ export class RequestContextHooks implements OnModuleInit {
       const ctx = request.routerContext;
       // The flow reports its end in the same tick as its last write, before this runs, but
       // leave it that tick's I/O callbacks too.
-      if (ctx) setImmediate(() => inFlight.end(ctx));
+      if (ctx) inFlight.endSoon(ctx);
       done();
     });
   }
