@@ -1,8 +1,9 @@
 import { Injectable, OnModuleDestroy, OnModuleInit } from '@nestjs/common';
-import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { collectDefaultMetrics, Counter, Gauge, Registry } from 'prom-client';
 import { normalizeServerUrl, SERVER_ROLES, type ServerRole } from '../../config';
 import type { RequestDoneEvent, RoutedEvent, UpstreamFailureEvent } from '../../disagg/request-events';
 import { ServerRegistry, type CircuitState, type ServerState, type ServerStatus } from '../../servers';
+import { AccumulatingCounter, AccumulatingHistogram, type CounterCell } from './accumulating-metrics';
 import { BoundedLabel, OTHER_LABEL } from './bounded-label';
 import { FIRST_TOKEN_BUCKETS, OVERHEAD_BUCKETS, RATIO_BUCKETS, REQUEST_BUCKETS } from './metric-buckets';
 import { lastPhase, phaseDurations } from './request-timings';
@@ -12,30 +13,11 @@ const ENDPOINTS = { completion: '/v1/completions', chat: '/v1/chat/completions' 
 const SERVER_STATUSES: readonly ServerStatus[] = ['preparing', 'ready', 'draining', 'unhealthy'];
 const CIRCUIT_STATES: readonly CircuitState[] = ['closed', 'open', 'half_open'];
 
-type CounterChild = ReturnType<Counter<string>['labels']>;
-type HistogramChild = ReturnType<Histogram<string>['labels']>;
-
-/** Label tuples of the per-request series are few; past this many, children are not cached. */
-const MAX_CACHED_CHILDREN = 1024;
-
 /**
- * Label children by a key of their values: the request path then builds no label object and
- * no `String(status)` per observe (prom-client still hashes the labels inside).
+ * Routing tuples follow the known servers (removed ones are dropped), so they get more room
+ * than the default cap of the other per-request series (see LabelCells).
  */
-class ChildCache<C> {
-  private readonly byKey = new Map<string, C>();
-
-  constructor(private readonly create: (a: string, b: string, c: string, d: string) => C) {}
-
-  /** `key` identifies the values `a`..`d` (unused ones left empty). */
-  get(key: string, a: string, b = '', c = '', d = ''): C {
-    let child = this.byKey.get(key);
-    if (child) return child;
-    child = this.create(a, b, c, d);
-    if (this.byKey.size < MAX_CACHED_CHILDREN) this.byKey.set(key, child);
-    return child;
-  }
-}
+const MAX_ROUTING_TUPLES = 4096;
 
 /**
  * The router's Prometheus metrics, in a registry of this app instance. Request-path updates
@@ -43,7 +25,9 @@ class ChildCache<C> {
  * state are read from the ServerRegistry at scrape time. Server labels are the URLs of known
  * servers only: anything else is `other`, and a removed server's series are dropped.
  *
- * The admission, KV-event and discovery code report through the small API below.
+ * The per-request series are accumulating metrics (plain cells, no label hashing per update);
+ * the rarely updated ones are prom-client's. The admission, KV-event and discovery code report
+ * through the small API below.
  */
 @Injectable()
 export class MetricsService implements OnModuleInit, OnModuleDestroy {
@@ -53,16 +37,16 @@ export class MetricsService implements OnModuleInit, OnModuleDestroy {
   private readonly queues = new BoundedLabel(8);
   private unsubscribe?: () => void;
 
-  private readonly httpRequests = this.counter('http_requests_total', 'HTTP responses of every endpoint, by route template', ['method', 'route', 'status']);
-  private readonly requests = this.counter('requests_total', 'Completion requests served by the disagg flow, by the phase they ended in', ['endpoint', 'status', 'phase', 'mode']);
-  private readonly e2e = this.histogram('request_duration_seconds', 'Arrival to the end of the answer, completion requests that got one', ['endpoint', 'stream'], REQUEST_BUCKETS);
-  private readonly ttft = this.histogram('time_to_first_token_seconds', 'Arrival to the first byte of a streamed generation answer', ['endpoint'], FIRST_TOKEN_BUCKETS);
-  private readonly contextPhase = this.histogram('context_phase_duration_seconds', 'Context (prefill) call: request sent to answer read', [], FIRST_TOKEN_BUCKETS);
-  private readonly overhead = this.histogram('overhead_seconds', "The router's own time per request: end-to-end minus the time in upstream calls", [], OVERHEAD_BUCKETS);
-  private readonly routing = this.counter('routing_decisions_total', 'Servers picked by the routing policies', ['role', 'policy', 'server']);
-  private readonly matchedRatio = this.histogram('kv_matched_token_ratio', 'Share of the prompt already in the picked server KV cache (KV-aware policies)', ['role'], RATIO_BUCKETS);
-  private readonly matchedTokens = this.counter('kv_matched_tokens_total', 'Prompt tokens found in the picked server KV cache', ['role']);
-  private readonly promptTokens = this.counter('kv_prompt_tokens_total', 'Prompt tokens of requests routed by KV-aware policies', ['role']);
+  private readonly httpRequests = this.fastCounter('http_requests_total', 'HTTP responses of every endpoint, by route template', ['method', 'route', 'status']);
+  private readonly requests = this.fastCounter('requests_total', 'Completion requests served by the disagg flow, by the phase they ended in', ['endpoint', 'status', 'phase', 'mode']);
+  private readonly e2e = this.fastHistogram('request_duration_seconds', 'Arrival to the end of the answer, completion requests that got one', ['endpoint', 'stream'], REQUEST_BUCKETS);
+  private readonly ttft = this.fastHistogram('time_to_first_token_seconds', 'Arrival to the first byte of a streamed generation answer', ['endpoint'], FIRST_TOKEN_BUCKETS);
+  private readonly contextPhase = this.fastHistogram('context_phase_duration_seconds', 'Context (prefill) call: request sent to answer read', [], FIRST_TOKEN_BUCKETS);
+  private readonly overhead = this.fastHistogram('overhead_seconds', "The router's own time per request: end-to-end minus the time in upstream calls", [], OVERHEAD_BUCKETS);
+  private readonly routing = this.fastCounter('routing_decisions_total', 'Servers picked by the routing policies', ['role', 'policy', 'server'], MAX_ROUTING_TUPLES);
+  private readonly matchedRatio = this.fastHistogram('kv_matched_token_ratio', 'Share of the prompt already in the picked server KV cache (KV-aware policies)', ['role'], RATIO_BUCKETS);
+  private readonly matchedTokens = this.fastCounter('kv_matched_tokens_total', 'Prompt tokens found in the picked server KV cache', ['role']);
+  private readonly promptTokens = this.fastCounter('kv_prompt_tokens_total', 'Prompt tokens of requests routed by KV-aware policies', ['role']);
   private readonly kvEvents = this.counter('kv_events_applied_total', 'KV cache events applied to the router block tables', ['server']);
   private readonly kvPollErrors = this.counter('kv_poll_errors_total', 'Failed /kv_cache_events polls', ['server']);
   private readonly retries = this.counter('retries_total', 'Upstream calls retried on another server', ['role']);
@@ -71,12 +55,8 @@ export class MetricsService implements OnModuleInit, OnModuleDestroy {
   private readonly queueLength = this.gauge('admission_queue_length', 'Requests waiting for an admission slot', ['queue']);
   private readonly etcdConnected = this.gauge('etcd_connected', '1 while the metadata server (etcd) is reachable', []);
 
-  /** Cached label children of the per-request series, dropped when a server goes. */
-  private readonly routingChildren = new Map<ServerState, Map<string, CounterChild>>();
-  private readonly httpChildren = new ChildCache<CounterChild>((method, route, status) => this.httpRequests.labels({ method, route, status }));
-  private readonly requestChildren = new ChildCache<CounterChild>((endpoint, status, phase, mode) => this.requests.labels({ endpoint, status, phase, mode }));
-  private readonly e2eChildren = new ChildCache<HistogramChild>((endpoint, stream) => this.e2e.labels({ endpoint, stream }));
-  private readonly ttftChildren = new ChildCache<HistogramChild>((endpoint) => this.ttft.labels({ endpoint }));
+  /** Routing cells of known servers by server and policy (saves the label checks per request), dropped when a server goes. */
+  private readonly routingCells = new Map<ServerState, Map<string, CounterCell>>();
 
   constructor(private readonly servers: ServerRegistry) {
     collectDefaultMetrics({ register: this.registry });
@@ -105,31 +85,31 @@ export class MetricsService implements OnModuleInit, OnModuleDestroy {
 
   httpResponse(method: string, route: string | undefined, status: number): void {
     const r = route ?? 'unmatched';
-    this.httpChildren.get(`${method} ${r} ${status}`, method, r, String(status)).inc();
+    this.httpRequests.cell(method, r, status).inc();
   }
 
   /** `preFlowMs`: time between the request's arrival and the disagg flow's start. */
   requestDone(done: RequestDoneEvent, preFlowMs: number): void {
     const endpoint = ENDPOINTS[done.kind];
     const phase = lastPhase(done);
-    this.requestChildren.get(`${endpoint} ${done.status} ${phase} ${done.mode}`, endpoint, String(done.status), phase, done.mode).inc();
+    this.requests.cell(endpoint, done.status, phase, done.mode).inc();
     if (done.status === 499) return; // the client left: no answer, no latency to report
     const d = phaseDurations(done, preFlowMs);
     const stream = done.stream ? 'true' : 'false';
-    this.e2eChildren.get(`${endpoint} ${stream}`, endpoint, stream).observe(d.e2e);
-    if (done.stream && done.status < 400 && d.firstToken !== undefined) this.ttftChildren.get(endpoint, endpoint).observe(d.firstToken);
-    if (d.context !== undefined) this.contextPhase.observe(d.context);
-    this.overhead.observe(d.overhead);
+    this.e2e.cell(endpoint, stream).observe(d.e2e);
+    if (done.stream && done.status < 400 && d.firstToken !== undefined) this.ttft.cell(endpoint).observe(d.firstToken);
+    if (d.context !== undefined) this.contextPhase.cell().observe(d.context);
+    this.overhead.cell().observe(d.overhead);
   }
 
   routed(event: RoutedEvent): void {
-    this.routingChild(event.server, event.role, event.policy).inc();
+    this.routingCell(event.server, event.role, event.policy).inc();
     const prompt = event.promptTokens;
     if (prompt !== undefined && prompt > 0 && event.matchedTokens !== undefined) {
       const matched = Math.min(event.matchedTokens, prompt);
-      this.matchedRatio.observe({ role: event.role }, matched / prompt);
-      this.matchedTokens.inc({ role: event.role }, matched);
-      this.promptTokens.inc({ role: event.role }, prompt);
+      this.matchedRatio.cell(event.role).observe(matched / prompt);
+      this.matchedTokens.cell(event.role).inc(matched);
+      this.promptTokens.cell(event.role).inc(prompt);
     }
   }
 
@@ -181,18 +161,18 @@ export class MetricsService implements OnModuleInit, OnModuleDestroy {
 
   // --- internals ---------------------------------------------------------------------------
 
-  private routingChild(server: ServerState, role: ServerRole, policy: string): CounterChild {
-    let byPolicy = this.routingChildren.get(server);
-    let child = byPolicy?.get(policy);
-    if (child) return child;
+  private routingCell(server: ServerState, role: ServerRole, policy: string): CounterCell {
+    let byPolicy = this.routingCells.get(server);
+    let cell = byPolicy?.get(policy);
+    if (cell) return cell;
     const label = this.serverLabel(server);
-    child = this.routing.labels({ role, policy: this.policies.of(policy), server: label });
+    cell = this.routing.cell(role, this.policies.of(policy), label);
     // Only known servers are cached: their entry goes when they are removed.
     if (label !== OTHER_LABEL) {
-      if (!byPolicy) this.routingChildren.set(server, (byPolicy = new Map()));
-      byPolicy.set(policy, child);
+      if (!byPolicy) this.routingCells.set(server, (byPolicy = new Map()));
+      byPolicy.set(policy, cell);
     }
-    return child;
+    return cell;
   }
 
   /** Per-server gauges, read from the registry at scrape time (never updated per request). */
@@ -227,10 +207,12 @@ export class MetricsService implements OnModuleInit, OnModuleDestroy {
 
   /** Drops the series of a server that left, so churn in discovery cannot grow them forever. */
   private async forgetServer(server: ServerState): Promise<void> {
-    this.routingChildren.delete(server);
+    this.routingCells.delete(server);
     const stillKnown = SERVER_ROLES.some((role) => this.servers.findByUrl(role, server.url));
     if (stillKnown) return;
-    for (const metric of [this.routing, this.upstreamErrors, this.kvEvents, this.kvPollErrors]) {
+    // Routing cells are cached under known servers only, so no cache still holds these.
+    this.routing.removeWhere((labels) => labels.server === server.url);
+    for (const metric of [this.upstreamErrors, this.kvEvents, this.kvPollErrors]) {
       const { values } = await metric.get();
       for (const v of values) if (v.labels.server === server.url) metric.remove(v.labels as Record<string, string>);
     }
@@ -244,7 +226,11 @@ export class MetricsService implements OnModuleInit, OnModuleDestroy {
     return new Gauge({ name: NS + name, help, labelNames, registers: [this.registry], ...(collect ? { collect } : {}) });
   }
 
-  private histogram(name: string, help: string, labelNames: string[], buckets: number[]): Histogram<string> {
-    return new Histogram({ name: NS + name, help, labelNames, buckets, registers: [this.registry] });
+  private fastCounter(name: string, help: string, labelNames: string[], maxTuples?: number): AccumulatingCounter {
+    return new AccumulatingCounter({ name: NS + name, help, labelNames, maxTuples }).registerIn(this.registry);
+  }
+
+  private fastHistogram(name: string, help: string, labelNames: string[], buckets: number[]): AccumulatingHistogram {
+    return new AccumulatingHistogram({ name: NS + name, help, labelNames, buckets }).registerIn(this.registry);
   }
 }
