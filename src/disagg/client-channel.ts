@@ -10,8 +10,15 @@ export interface ClientChannel {
   readonly requestId: string;
   readonly headersSent: boolean;
   sendJson(status: number, body: string, headers?: Record<string, string>): void;
-  startStream(status: number, headers: Record<string, string>): void;
-  /** Resolves when the chunk is flushed or buffered within the socket's high-water mark. */
-  write(chunk: Buffer | string): Promise<void>;
+  /**
+   * Starts the streamed answer. `moreNow` says the first chunk is already at hand: its write
+   * then carries the head, which otherwise goes out at once so the client sees it started.
+   */
+  startStream(status: number, headers: Record<string, string>, moreNow?: boolean): void;
+  /**
+   * Writes a chunk. Returns nothing when it went out or fits the socket's buffer, and a
+   * promise for the drain when it does not: the relay awaits only then.
+   */
+  write(chunk: Buffer | string): Promise<void> | undefined;
   end(): void;
 }

@@ -15,6 +15,7 @@ import { contextUsageOf, rewriteUsage, type ContextUsage } from './usage';
 
 const PATHS: Record<RequestKind, string> = { completion: '/v1/completions', chat: '/v1/chat/completions' };
 const JSON_HEADERS = { 'content-type': 'application/json' };
+const SSE_HEADERS = { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' };
 
 interface Routed {
   router: Router;
@@ -253,11 +254,15 @@ export class DisaggService {
   ): Promise<number> {
     const channel = flow.channel;
     const rewriter = new SseUsageRewriter(ctxUsage);
-    channel.startStream(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
+    // The upstream's first event usually came with its head: it is buffered already.
+    channel.startStream(200, SSE_HEADERS, res.body.readableLength > 0);
     try {
       for await (const chunk of res.body) {
         const out = rewriter.push(chunk as Buffer);
-        if (out.length) await channel.write(out);
+        if (out.length) {
+          const drained = channel.write(out);
+          if (drained) await drained;
+        }
       }
       const rest = rewriter.flush();
       if (rest) await channel.write(rest);
@@ -290,7 +295,7 @@ export class DisaggService {
     const err = new OpenAiError(status, message);
     this.logger.warn(`[${flow.channel.requestId}] ${message}`);
     if (!flow.channel.abort.aborted) {
-      await flow.channel.write(`data: ${JSON.stringify(err.body)}\n\n`).catch(() => undefined);
+      await flow.channel.write(`data: ${JSON.stringify(err.body)}\n\n`)?.catch(() => undefined);
     }
     flow.channel.end();
   }
@@ -301,7 +306,7 @@ export class DisaggService {
       flow.channel.sendJson(200, JSON.stringify(json), JSON_HEADERS);
       return;
     }
-    flow.channel.startStream(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
+    flow.channel.startStream(200, SSE_HEADERS, true);
     await flow.channel.write(`data: ${JSON.stringify(toStreamChunk(flow.kind, json))}\n\ndata: [DONE]\n\n`);
     flow.channel.end();
   }

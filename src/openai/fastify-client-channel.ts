@@ -76,14 +76,17 @@ export class FastifyClientChannel implements ClientChannel {
     res.end(body);
   }
 
-  startStream(status: number, headers: Record<string, string>): void {
-    this.res.writeHead(status, { ...headers, 'x-request-id': this.requestId });
-    this.res.flushHeaders();
+  startStream(status: number, headers: Record<string, string>, moreNow = false): void {
+    const res = this.res;
+    for (const name in headers) res.setHeader(name, headers[name]);
+    res.setHeader('x-request-id', this.requestId);
+    res.writeHead(status);
+    // A head flushed alone costs a socket write of its own.
+    if (!moreNow) res.flushHeaders();
   }
 
-  write(chunk: Buffer | string): Promise<void> {
-    if (this.res.destroyed) return Promise.resolve();
-    if (this.res.write(chunk)) return Promise.resolve();
+  write(chunk: Buffer | string): Promise<void> | undefined {
+    if (this.res.destroyed || this.res.write(chunk)) return undefined;
     return new Promise((resolve) => {
       const done = (): void => {
         this.res.off('drain', done);

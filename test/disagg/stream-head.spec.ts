@@ -1,0 +1,49 @@
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { request, type IncomingMessage } from 'node:http';
+import type { ServerResponse } from 'node:http';
+import { contextHandler, FakeWorker } from '../support/fake-worker';
+import { startRouter, type RunningRouter } from '../support/router-app';
+
+describe('the head of a streamed answer', () => {
+  let ctx: FakeWorker;
+  let gen: FakeWorker;
+  let router: RunningRouter;
+  let held: ServerResponse | undefined;
+
+  beforeAll(async () => {
+    ctx = await new FakeWorker(contextHandler()).start();
+    // Sends its head, then no event until the test releases it.
+    gen = await new FakeWorker((_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.flushHeaders();
+      held = res;
+    }).start();
+    router = await startRouter({ context_servers: { urls: [ctx.url] }, generation_servers: { urls: [gen.url] } });
+  });
+
+  afterAll(async () => {
+    await router.close();
+    await ctx.close();
+    await gen.close();
+  });
+
+  it('reaches the client while the generation server is still silent, and the events follow', async () => {
+    const body = JSON.stringify({ model: 'm', prompt: 'hello', stream: true });
+    const res = await new Promise<IncomingMessage>((resolve, reject) => {
+      const req = request(`${router.url}/v1/completions`, { method: 'POST', headers: { 'content-type': 'application/json' } }, resolve);
+      req.on('error', reject);
+      req.end(body);
+    });
+    // The head is here and not one event has been sent upstream yet.
+    expect(held).toBeDefined();
+    expect(res.statusCode).toBe(200);
+    expect(res.headers['content-type']).toBe('text/event-stream');
+    const chunks: Buffer[] = [];
+    res.on('data', (c: Buffer) => chunks.push(c));
+    const ended = new Promise<void>((resolve) => res.on('end', resolve));
+    held!.write('data: {"choices":[{"index":0,"text":"A","finish_reason":null}]}\n\n');
+    held!.end('data: [DONE]\n\n');
+    await ended;
+    expect(Buffer.concat(chunks).toString()).toBe('data: {"choices":[{"index":0,"text":"A","finish_reason":null}]}\n\ndata: [DONE]\n\n');
+  });
+});
