@@ -9,12 +9,13 @@ export interface ClientChannel {
   /** The request id (x-request-id), forwarded upstream. */
   readonly requestId: string;
   readonly headersSent: boolean;
-  sendJson(status: number, body: string, headers?: Record<string, string>): void;
+  /** A whole JSON answer. */
+  sendJson(status: number, body: string): void;
   /**
-   * Starts the streamed answer. `moreNow` says the first chunk is already at hand: its write
+   * Starts a 200 SSE answer. `moreNow` says the first chunk is already at hand: its write
    * then carries the head, which otherwise goes out at once so the client sees it started.
    */
-  startStream(status: number, headers: Record<string, string>, moreNow?: boolean): void;
+  startStream(moreNow?: boolean): void;
   /**
    * Writes a chunk. Returns nothing when it went out or fits the socket's buffer, and a
    * promise for the drain when it does not: the relay awaits only then.

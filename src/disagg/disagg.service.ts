@@ -14,8 +14,6 @@ import { ClientGoneError, classifyTransportError } from './upstream-failure';
 import { contextUsageOf, rewriteUsage, type ContextUsage } from './usage';
 
 const PATHS: Record<RequestKind, string> = { completion: '/v1/completions', chat: '/v1/chat/completions' };
-const JSON_HEADERS = { 'content-type': 'application/json' };
-const SSE_HEADERS = { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' };
 
 interface Routed {
   router: Router;
@@ -116,7 +114,7 @@ export class DisaggService {
     }
     const ctx = await this.contextPhase(flow, body, disaggId, reserved?.routed);
     if (ctx.status !== 200) {
-      flow.channel.sendJson(ctx.status, ctx.text, JSON_HEADERS);
+      flow.channel.sendJson(ctx.status, ctx.text);
       return ctx.status;
     }
     const choice = (ctx.json.choices as Record<string, unknown>[])[0];
@@ -139,7 +137,7 @@ export class DisaggService {
     const cond = this.config.conditional_disagg_config;
     if (!cond) return undefined;
     const router = this.routers.router('generation');
-    const route = await this.pick(flow, router, 'generation', []);
+    const route = this.picked(flow, router, 'generation', await this.pick(flow, router, 'generation', []));
     const matched = route.info.matchedTokens ?? 0;
     const total = route.info.promptTokens ?? 0;
     const skipContext = matched > 0 && total - matched <= cond.max_local_prefill_length;
@@ -223,7 +221,7 @@ export class DisaggService {
       }
       if (res.statusCode !== 200) {
         this.finish(flow, router, res.statusCode < 500);
-        flow.channel.sendJson(res.statusCode, text, JSON_HEADERS);
+        flow.channel.sendJson(res.statusCode, text);
         return res.statusCode;
       }
       const json = parseJsonObject(text);
@@ -233,7 +231,7 @@ export class DisaggService {
       }
       if (ctxUsage && json!.usage && rewriteUsage(json!.usage, ctxUsage)) text = JSON.stringify(json);
       this.finish(flow, router, true);
-      flow.channel.sendJson(200, text, JSON_HEADERS);
+      flow.channel.sendJson(200, text);
       return 200;
     }
     if (!contentType.includes('text/event-stream')) {
@@ -255,7 +253,7 @@ export class DisaggService {
     const channel = flow.channel;
     const rewriter = new SseUsageRewriter(ctxUsage);
     // The upstream's first event usually came with its head: it is buffered already.
-    channel.startStream(200, SSE_HEADERS, res.body.readableLength > 0);
+    channel.startStream(res.body.readableLength > 0);
     try {
       for await (const chunk of res.body) {
         const out = rewriter.push(chunk as Buffer);
@@ -303,10 +301,10 @@ export class DisaggService {
   /** An early-finished request: the context answer is the whole answer. */
   private async answerFromContext(flow: Flow, json: Record<string, unknown>): Promise<void> {
     if (!flow.done.stream) {
-      flow.channel.sendJson(200, JSON.stringify(json), JSON_HEADERS);
+      flow.channel.sendJson(200, JSON.stringify(json));
       return;
     }
-    flow.channel.startStream(200, SSE_HEADERS, true);
+    flow.channel.startStream(true);
     await flow.channel.write(`data: ${JSON.stringify(toStreamChunk(flow.kind, json))}\n\ndata: [DONE]\n\n`);
     flow.channel.end();
   }
@@ -320,12 +318,12 @@ export class DisaggService {
     flow: Flow,
     role: ServerRole,
     body: string | (() => string),
-    exclude: string[],
+    /** Owned by this call: failed servers are added to it. */
+    excluded: string[],
     timeoutMs: number,
     stream: boolean,
     reserved?: RouteResultWithRouter,
   ): Promise<Routed> {
-    const excluded = [...exclude];
     const failures: string[] = [];
     const attempts = this.config.max_retries + 1;
     const headers = stream ? (flow.streamHeaders ??= { ...flow.headers, accept: 'text/event-stream' }) : flow.headers;
@@ -338,7 +336,7 @@ export class DisaggService {
       } else {
         router = this.routers.router(role);
         try {
-          route = await this.pick(flow, router, role, excluded);
+          route = this.picked(flow, router, role, await this.pick(flow, router, role, excluded));
         } catch (err) {
           if (err instanceof NoServerAvailableError && failures.length) break;
           throw err;
@@ -384,16 +382,25 @@ export class DisaggService {
     throw new OpenAiError(502, `${role} server failed after ${failures.length} attempt(s): ${failures.join('; ')}`, { code: 'upstream_error' });
   }
 
-  private async pick(flow: Flow, router: Router, role: ServerRole, excluded: readonly string[]): Promise<RouteResult> {
-    // A per-pool slot is held with the reservation and released in finish().
-    if (this.admission?.poolLimited(role)) await this.admission.enterPool(role, flow.channel.abort.signal);
-    let route: RouteResult;
+  /** The router's pick; its promise as it is when no per-pool limit applies (one await less). */
+  private pick(flow: Flow, router: Router, role: ServerRole, excluded: readonly string[]): Promise<RouteResult> {
+    if (!this.admission?.poolLimited(role)) return router.getNextServer(flow.routing, { excludeServer: excluded });
+    return this.pickInPoolSlot(flow, router, role, excluded);
+  }
+
+  /** A per-pool slot is held with the reservation and released in finish(). */
+  private async pickInPoolSlot(flow: Flow, router: Router, role: ServerRole, excluded: readonly string[]): Promise<RouteResult> {
+    await this.admission!.enterPool(role, flow.channel.abort.signal);
     try {
-      route = await router.getNextServer(flow.routing, { excludeServer: excluded });
+      return await router.getNextServer(flow.routing, { excludeServer: excluded });
     } catch (err) {
-      this.admission?.leavePool(role);
+      this.admission!.leavePool(role);
       throw err;
     }
+  }
+
+  /** Records a reservation made by `pick`, to be finished exactly once. */
+  private picked(flow: Flow, router: Router, role: ServerRole, route: RouteResult): RouteResult {
     flow.pending.push(router);
     this.events.emit('routed', { role, server: route.server, policy: router.policy, matchedTokens: route.info.matchedTokens, promptTokens: route.info.promptTokens });
     return route;

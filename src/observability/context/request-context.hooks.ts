@@ -48,8 +48,9 @@ export class RequestContextHooks implements OnModuleInit {
       const ctx: RequestContext = { requestId: request.id, arrivedAt: performance.now() };
       request.routerContext = ctx;
       inFlight.start(ctx);
-      // On the raw response, so hijacked replies written with writeHead carry it too.
-      reply.raw.setHeader(REQUEST_ID_HEADER, request.id);
+      // Fastify's own answers; hijacked ones (the OpenAI routes, errors written by the
+      // exception filter) write it in their head themselves, which keeps Node's fast path.
+      reply.header(REQUEST_ID_HEADER, request.id);
       done();
     });
     if (this.asyncContext) {
