@@ -478,7 +478,8 @@ function buildGenerationBody(
 
 /** The prompt as the token ids a router computed, so workers skip tokenizing it again. */
 function withTokenIds(kind: RequestKind, body: Record<string, unknown>, ids: number[] | undefined): Record<string, unknown> {
-  if (!ids) return body;
+  // Ids the client sent itself are in the body already: no copy of it.
+  if (!ids || ids === (kind === 'completion' ? body.prompt : body.prompt_token_ids)) return body;
   return kind === 'completion' ? { ...body, prompt: ids } : { ...body, prompt_token_ids: ids };
 }
 
