@@ -18,6 +18,8 @@ export interface LoadOptions {
   body: string;
   connections: number;
   seconds: number;
+  /** Offered requests per second; unset = closed loop (each connection sends as fast as answered). */
+  rate?: number;
 }
 
 export type LoadDriver = 'wrk' | 'autocannon';
@@ -66,7 +68,8 @@ function runWrk(o: LoadOptions, workDir: string): Promise<LoadResult> {
   });
 }
 
-function runAutocannon(o: LoadOptions, script: string): Promise<LoadResult> {
+/** Runs a driver script in its own process on the load cpu; it sends back one LoadResult. */
+function runForkedDriver(o: LoadOptions, script: string): Promise<LoadResult> {
   return new Promise((resolve, reject) => {
     const child = fork(script, [JSON.stringify(o)], { stdio: ['ignore', 'ignore', 'inherit', 'ipc'] });
     if (hasTaskset() && child.pid) {
@@ -83,11 +86,18 @@ function runAutocannon(o: LoadOptions, script: string): Promise<LoadResult> {
     });
     child.once('exit', (code) => {
       clearTimeout(timer);
-      if (code !== 0) reject(new Error(`autocannon driver exited with ${code}`));
+      if (code !== 0) reject(new Error(`load driver ${script} exited with ${code}`));
     });
   });
 }
 
-export function runLoad(driver: LoadDriver, o: LoadOptions, ctx: { workDir: string; autocannonScript: string }): Promise<LoadResult> {
-  return driver === 'wrk' ? runWrk(o, ctx.workDir) : runAutocannon(o, ctx.autocannonScript);
+export interface LoadContext {
+  workDir: string;
+  autocannonScript: string;
+  pacedScript: string;
+}
+
+export function runLoad(driver: LoadDriver, o: LoadOptions, ctx: LoadContext): Promise<LoadResult> {
+  if (o.rate) return runForkedDriver(o, ctx.pacedScript);
+  return driver === 'wrk' ? runWrk(o, ctx.workDir) : runForkedDriver(o, ctx.autocannonScript);
 }
