@@ -1,36 +1,29 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { request, type IncomingMessage } from 'node:http';
 import type { ServerResponse } from 'node:http';
-import { contextHandler, FakeWorker } from '../support/fake-worker';
-import { startRouter, type RunningRouter } from '../support/router-app';
+import { startFakeCluster, type FakeCluster } from '../support/fake-cluster';
+import type { FakeHandler } from '../support/fake-worker';
 
 describe('the head of a streamed answer', () => {
-  let ctx: FakeWorker;
-  let gen: FakeWorker;
-  let router: RunningRouter;
+  let cluster: FakeCluster;
   let held: ServerResponse | undefined;
 
   beforeAll(async () => {
-    ctx = await new FakeWorker(contextHandler()).start();
-    // Sends its head, then no event until the test releases it.
-    gen = await new FakeWorker((_req, res) => {
+    // The generation worker sends its head, then no event until the test releases it.
+    const gen: FakeHandler = (_req, res) => {
       res.writeHead(200, { 'content-type': 'text/event-stream' });
       res.flushHeaders();
       held = res;
-    }).start();
-    router = await startRouter({ context_servers: { urls: [ctx.url] }, generation_servers: { urls: [gen.url] } });
+    };
+    cluster = await startFakeCluster({}, undefined, { gen });
   });
 
-  afterAll(async () => {
-    await router.close();
-    await ctx.close();
-    await gen.close();
-  });
+  afterAll(() => cluster.close());
 
   it('reaches the client while the generation server is still silent, and the events follow', async () => {
     const body = JSON.stringify({ model: 'm', prompt: 'hello', stream: true });
     const res = await new Promise<IncomingMessage>((resolve, reject) => {
-      const req = request(`${router.url}/v1/completions`, { method: 'POST', headers: { 'content-type': 'application/json' } }, resolve);
+      const req = request(`${cluster.router.url}/v1/completions`, { method: 'POST', headers: { 'content-type': 'application/json' } }, resolve);
       req.on('error', reject);
       req.end(body);
     });

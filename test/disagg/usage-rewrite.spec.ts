@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { rewriteUsage } from '../../src/disagg/usage';
-import { contextHandler, FakeWorker } from '../support/fake-worker';
-import { postJson, startRouter, type RunningRouter } from '../support/router-app';
+import { startFakeCluster, type FakeCluster } from '../support/fake-cluster';
+import { contextHandler, type FakeHandler } from '../support/fake-worker';
+import { postJson } from '../support/router-app';
 
 describe('rewriteUsage', () => {
   it('takes prompt accounting from the context phase and says that it changed something', () => {
@@ -28,36 +29,29 @@ describe('a generation answer whose usage is already right', () => {
   // Formatted as no JSON.stringify would: the router must pass these bytes on untouched.
   const RIGHT = '{ "id": "cmpl-gen",  "object": "text_completion", "choices": [{"index": 0, "text": "AB", "finish_reason": "length"}], "usage": {"prompt_tokens": 5, "completion_tokens": 2, "total_tokens": 7, "prompt_tokens_details": {"cached_tokens": 2}} }';
   const WRONG = RIGHT.replace('"prompt_tokens": 5', '"prompt_tokens": 1');
-  let ctx: FakeWorker;
-  let gen: FakeWorker;
-  let router: RunningRouter;
+  let cluster: FakeCluster;
   let answer = RIGHT;
 
   beforeAll(async () => {
-    ctx = await new FakeWorker(contextHandler({ promptTokenIds: [1, 2, 3, 4, 5] })).start();
-    gen = await new FakeWorker((_req, res) => {
+    const gen: FakeHandler = (_req, res) => {
       res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(answer) });
       res.end(answer);
-    }).start();
-    router = await startRouter({ context_servers: { urls: [ctx.url] }, generation_servers: { urls: [gen.url] } });
+    };
+    cluster = await startFakeCluster({}, undefined, { ctx: contextHandler({ promptTokenIds: [1, 2, 3, 4, 5] }), gen });
   });
 
-  afterAll(async () => {
-    await router.close();
-    await ctx.close();
-    await gen.close();
-  });
+  afterAll(() => cluster.close());
 
   it('reaches the client byte for byte', async () => {
     answer = RIGHT;
-    const res = await postJson(`${router.url}/v1/completions`, { model: 'm', prompt: 'hello' });
+    const res = await postJson(`${cluster.router.url}/v1/completions`, { model: 'm', prompt: 'hello' });
     expect(res.status).toBe(200);
     expect(res.text).toBe(RIGHT);
   });
 
   it('is rewritten when the prompt accounting differs', async () => {
     answer = WRONG;
-    const res = await postJson(`${router.url}/v1/completions`, { model: 'm', prompt: 'hello' });
+    const res = await postJson(`${cluster.router.url}/v1/completions`, { model: 'm', prompt: 'hello' });
     expect(res.status).toBe(200);
     expect(res.text).not.toBe(WRONG);
     expect(res.json.usage).toEqual({ prompt_tokens: 5, completion_tokens: 2, total_tokens: 7, prompt_tokens_details: { cached_tokens: 2 } });

@@ -1,6 +1,6 @@
 import type { ModuleMetadata } from '@nestjs/common';
 import type { RouterConfigInput } from '../../src/config';
-import { contextHandler, FakeWorker, generationHandler } from './fake-worker';
+import { contextHandler, FakeWorker, generationHandler, type FakeHandler } from './fake-worker';
 import { startRouter, type RunningRouter } from './router-app';
 
 export interface FakeCluster {
@@ -13,10 +13,15 @@ export interface FakeCluster {
 /**
  * One scripted context worker, one scripted generation worker and the real router in front
  * of them. `config` is merged in; its pool blocks keep their own keys (router, ...).
+ * `handlers` replaces a worker's default script.
  */
-export async function startFakeCluster(config: RouterConfigInput = {}, imports?: ModuleMetadata['imports']): Promise<FakeCluster> {
-  const ctx = await new FakeWorker(contextHandler()).start();
-  const gen = await new FakeWorker(generationHandler()).start();
+export async function startFakeCluster(
+  config: RouterConfigInput = {},
+  imports?: ModuleMetadata['imports'],
+  handlers: { ctx?: FakeHandler; gen?: FakeHandler } = {},
+): Promise<FakeCluster> {
+  const ctx = await new FakeWorker(handlers.ctx ?? contextHandler()).start();
+  const gen = await new FakeWorker(handlers.gen ?? generationHandler()).start();
   const router = await startRouter(
     {
       ...config,
