@@ -279,8 +279,8 @@ function targets(all: RowResult[]): string[] {
   const direct = get('main', 'direct (one worker, no proxy)');
   if (rr?.vs.bare) lines.push(`- non-streaming throughput vs bare two-hop: ${(rr.vs.bare.rps * 100).toFixed(0)}% (target >= 80%) ${rr.vs.bare.rps >= 0.8 ? 'MET' : 'MISSED'}`);
   if (rrs?.vs.bare) lines.push(`- streaming chunk throughput vs bare two-hop: ${(rrs.vs.bare.rps * 100).toFixed(0)}% = ${(rrs.rps * (STREAM_CHUNKS + 2)).toFixed(0)} vs ${((rrs.rps / rrs.vs.bare.rps) * (STREAM_CHUNKS + 2)).toFixed(0)} events/s (target >= 80%) ${rrs.vs.bare.rps >= 0.8 ? 'MET' : 'MISSED'}`);
-  const paced = all.find((r) => r.table === 'latency' && r.row.startsWith('disagg-router round_robin,') && !r.stream && r.row.endsWith('paced'));
-  const pacedDirect = all.find((r) => r.table === 'latency' && r.row.startsWith('direct,') && r.row.endsWith('paced'));
+  const paced = get('latency', `disagg-router round_robin, ${CONNS} conns paced`);
+  const pacedDirect = get('latency', `direct, ${CONNS} conns paced`);
   if (paced && pacedDirect) lines.push(`- added p50 over direct at ${paced.connections} connections, ${PACED_RATE} req/s offered: ${(paced.p50Ms - pacedDirect.p50Ms).toFixed(2)} ms (target < 1 ms) ${paced.p50Ms - pacedDirect.p50Ms < 1 ? 'MET' : 'MISSED'}`);
   const bare = get('main', 'bare node:http+undici, 2 hops');
   if (rr && direct) lines.push(`- added p50 over direct at ${rr.connections} connections closed loop (saturated, so queueing behind the slowest stage): ${(rr.p50Ms - direct.p50Ms).toFixed(2)} ms${bare ? ` (bare two-hop: ${(bare.p50Ms - direct.p50Ms).toFixed(2)} ms)` : ''}`);

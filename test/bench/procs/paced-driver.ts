@@ -11,9 +11,10 @@ const o = JSON.parse(process.argv[2]) as LoadOptions & { rate: number };
 const url = new URL(o.url);
 const pool = new Pool(url.origin, { connections: o.connections, pipelining: 1 });
 const total = Math.max(1, Math.round(o.rate * o.seconds));
+const request = { path: url.pathname, method: 'POST' as const, headers: { 'content-type': 'application/json' }, body: o.body };
 const latenciesUs = new Float64Array(total);
 let sent = 0;
-let done = 0;
+/** Requests answered (their latencies recorded) and failed; together, the requests done. */
 let recorded = 0;
 let errors = 0;
 let non2xx = 0;
@@ -21,7 +22,7 @@ let non2xx = 0;
 function fire(): void {
   const started = process.hrtime.bigint();
   pool
-    .request({ path: url.pathname, method: 'POST', headers: { 'content-type': 'application/json' }, body: o.body })
+    .request(request)
     .then(async (res) => {
       await res.body.dump();
       if (res.statusCode < 200 || res.statusCode >= 300) non2xx++;
@@ -31,7 +32,7 @@ function fire(): void {
       errors++;
     })
     .finally(() => {
-      if (++done === total) finish();
+      if (recorded + errors === total) finish();
     });
 }
 
@@ -40,7 +41,7 @@ async function openConnections(): Promise<void> {
   for (let round = 0; round < 8; round++) {
     await Promise.all(
       Array.from({ length: o.connections }, () =>
-        pool.request({ path: url.pathname, method: 'POST', headers: { 'content-type': 'application/json' }, body: o.body }).then((res) => res.body.dump()),
+        pool.request(request).then((res) => res.body.dump()),
       ),
     );
   }
@@ -70,6 +71,7 @@ function finish(): void {
   finished = true;
   clearTimeout(deadline);
   const seconds = (performance.now() - t0) / 1000;
+  const done = recorded + errors;
   const ok = latenciesUs.slice(0, recorded).sort();
   const result: LoadResult = {
     requests: done,
