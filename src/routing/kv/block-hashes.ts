@@ -1,17 +1,8 @@
-import { blockHashChain, V1_BLOCK_KEY_ALGO } from '../../kv-cache/block-hash';
-import { V2_SHA256_64_ALGO, V2_SHA256_ALGO, v2Sha256Chain, v2Sha256x64Chain } from '../../kv-cache/block-hash-v2';
+import { blockKeyChain, KV_HASH_ALGOS } from '../../kv-cache/hash-algos';
 import type { BlockKey } from '../../servers';
 
-type ChainFn = (tokenIds: readonly number[], tokensPerBlock: number, cacheSaltId?: bigint) => BlockKey[];
-
-const CHAINS = new Map<string, ChainFn>([
-  [V1_BLOCK_KEY_ALGO, (ids, tpb, salt) => blockHashChain(ids, tpb, undefined, salt)],
-  [V2_SHA256_ALGO, v2Sha256Chain],
-  [V2_SHA256_64_ALGO, v2Sha256x64Chain],
-]);
-
 /** Hash algorithms whose block keys the router can compute from token ids. */
-export const SUPPORTED_HASH_ALGOS: readonly string[] = [...CHAINS.keys()];
+export const SUPPORTED_HASH_ALGOS: readonly string[] = KV_HASH_ALGOS;
 
 /**
  * Block-hash chains of each token list (the last token of a prompt is never in a block key),
@@ -24,9 +15,13 @@ export function blockHashesFor(
   algo: string,
   cacheSaltId?: bigint,
 ): BlockKey[][] | undefined {
-  const chain = CHAINS.get(algo);
-  if (!chain) return undefined;
-  return tokenLists.map((ids) => chain(ids, tokensPerBlock, cacheSaltId));
+  const out: BlockKey[][] = [];
+  for (const ids of tokenLists) {
+    const chain = blockKeyChain(algo, ids, tokensPerBlock, cacheSaltId);
+    if (!chain) return undefined;
+    out.push(chain);
+  }
+  return out;
 }
 
 /** Tokens of the hashed blocks, as TensorRT-LLM pads them (at least 1, never a division by 0). */
