@@ -5,7 +5,8 @@ import { postJson, startRouter, waitFor, type RunningRouter } from '../support/r
 import { tokens } from './support/policy-harness';
 import { allIdle, confirmsPrefix, served, stateOf } from './support/sim-helpers';
 
-const TPB = 32;
+// Not the default 32: the router must adopt it from the workers.
+const TPB = 16;
 const cachedTokens = (json: Record<string, unknown>): unknown =>
   ((json.usage as Record<string, unknown>).prompt_tokens_details as Record<string, unknown> | undefined)?.cached_tokens;
 
