@@ -139,6 +139,8 @@ const simulateSchema = z.looseObject({
   latency: z.enum(['demo', 'zero']).default('demo'),
   kv_blocks: positiveInt.optional(),
   tokens_per_block: positiveInt.optional(),
+  /** Block-key algorithm the simulated workers announce and emit. */
+  kv_hash_algo: z.enum(['v1_block_key', 'v2_sha256', 'v2_sha256_64']).optional(),
 });
 
 export const routerConfigSchema = z.looseObject({

@@ -62,13 +62,13 @@ export class DisaggService {
     return !this.servers.hasContextPool();
   }
 
-  async handle(kind: RequestKind, body: Record<string, unknown>, channel: ClientChannel): Promise<void> {
+  async handle(kind: RequestKind, body: Record<string, unknown>, channel: ClientChannel, headers?: RoutingRequest['headers']): Promise<void> {
     const disaggId = nextDisaggRequestId();
     // Every field present from the start: one object shape per request, no spreads at the end.
     const timings: RequestTimings = { contextStart: undefined, contextEnd: undefined, generationStart: undefined, firstByte: undefined, end: 0 };
     const stream = body.stream === true;
     const flow: Flow = {
-      routing: { id: String(disaggId), kind, body },
+      routing: { id: String(disaggId), kind, body, headers },
       kind,
       channel,
       started: performance.now(),

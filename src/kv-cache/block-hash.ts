@@ -27,10 +27,11 @@ export const V1_BLOCK_KEY_ALGO = 'v1_block_key';
 
 /**
  * Hash of one block of token ids, chained on `parent` (0 for the first block).
- * `loraTaskId`, when given, is mixed in last, as TensorRT-LLM does for LoRA requests.
+ * `loraTaskId`, when given, is mixed in last, as TensorRT-LLM does for LoRA requests;
+ * `cacheSaltId` (see cache-salt.ts) is mixed into a first block before its tokens.
  */
-export function blockHash(tokens: ArrayLike<number>, parent: bigint = 0n, loraTaskId?: number | bigint): bigint {
-  return hashRange(tokens, 0, tokens.length, parent, loraTaskId);
+export function blockHash(tokens: ArrayLike<number>, parent: bigint = 0n, loraTaskId?: number | bigint, cacheSaltId?: bigint): bigint {
+  return hashRange(tokens, 0, tokens.length, parent, loraTaskId, cacheSaltId);
 }
 
 /**
@@ -42,6 +43,7 @@ export function blockHashChain(
   tokenIds: ArrayLike<number>,
   tokensPerBlock: number,
   loraTaskId?: number | bigint,
+  cacheSaltId?: bigint,
 ): bigint[] {
   if (!Number.isInteger(tokensPerBlock) || tokensPerBlock <= 0) {
     throw new RangeError(`tokensPerBlock must be a positive integer, got ${tokensPerBlock}`);
@@ -50,7 +52,7 @@ export function blockHashChain(
   const chain: bigint[] = [];
   let parent = 0n;
   for (let start = 0; start < end; start += tokensPerBlock) {
-    parent = hashRange(tokenIds, start, min(start + tokensPerBlock, end), parent, loraTaskId);
+    parent = hashRange(tokenIds, start, min(start + tokensPerBlock, end), parent, loraTaskId, cacheSaltId);
     chain.push(parent);
   }
   return chain;
@@ -62,8 +64,10 @@ function hashRange(
   end: number,
   parent: bigint,
   loraTaskId: number | bigint | undefined,
+  cacheSaltId: bigint | undefined,
 ): bigint {
-  const seed0 = (Big(end - start) ^ ((asUintN(64, parent) * PARENT_HASH_CONST) & MASK64)) & MASK64;
+  let seed0 = (Big(end - start) ^ ((asUintN(64, parent) * PARENT_HASH_CONST) & MASK64)) & MASK64;
+  if (cacheSaltId !== undefined && parent === 0n) seed0 = mix64(cacheSaltId, seed0);
   let hi = toNumber(seed0 >> 32n);
   let lo = toNumber(seed0 & 0xffffffffn);
   for (let i = start; i < end; i++) {

@@ -64,7 +64,7 @@ export class OpenAiController implements OnModuleInit {
     const body = validateOpenAiRequest(kind, req.body);
     const channel = new FastifyClientChannel(reply, req.id, this.stopSignal);
     try {
-      await this.disagg.handle(kind, body, channel);
+      await this.disagg.handle(kind, body, channel, req.headers);
     } catch (err) {
       if (err instanceof ClientGoneError && channel.stoppedForShutdown) {
         writeOpenAiError(channel.raw, new OpenAiError(503, 'the router is shutting down', { code: 'shutting_down' }), this.logger, req.id);

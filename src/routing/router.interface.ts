@@ -13,6 +13,8 @@ export interface RoutingRequest {
   readonly body: Readonly<Record<string, unknown>>;
   /** Prompt token ids, once known (given by the client or tokenized by a policy). */
   tokenIds?: number[];
+  /** The client's request headers (the conversation policy reads session ids from them). */
+  readonly headers?: Readonly<Record<string, string | string[] | undefined>>;
 }
 
 export interface RouteInfo {

@@ -1,45 +1,91 @@
 /**
- * The block hashes the router believes a worker holds, built only from that worker's KV cache
- * events. Keys are bigint for v1 (64-bit) hashes and string for hex (v2_sha256) hashes.
+ * The block hashes the router believes a worker holds. Keys are bigint for 64-bit hashes
+ * (v1_block_key, v2_sha256_64) and string for hex (v2_sha256) hashes.
+ *
+ * Two kinds of entries: blocks the worker's KV cache events confirmed (the truth, kept until a
+ * `removed` or `created` event), and blocks the router recorded itself when it routed a prompt
+ * there (read-your-writes: the next request for that prompt must not wait for the events).
+ * A recorded block is confirmed by a `stored` event, dropped by a `removed` one, and expires
+ * if the worker never confirms it.
  */
 export type BlockKey = bigint | string;
 
 export class KvBlockTable {
   private readonly blocks = new Set<BlockKey>();
+  /** Recorded, not yet confirmed: hash -> expiry (performance.now() ms), oldest first. */
+  private readonly tracked = new Map<BlockKey, number>();
   /** Total blocks the worker reported at `created`, when known. */
   capacity?: number;
   eventsApplied = 0;
   lastEventId?: number;
 
+  /** Blocks confirmed by events. */
   get size(): number {
     return this.blocks.size;
   }
 
-  has(hash: BlockKey): boolean {
-    return this.blocks.has(hash);
+  /** Blocks recorded on routing and not confirmed yet (expired ones may linger until a sweep). */
+  get trackedSize(): number {
+    return this.tracked.size;
   }
 
+  has(hash: BlockKey, now = performance.now()): boolean {
+    if (this.blocks.has(hash)) return true;
+    const expiry = this.tracked.get(hash);
+    return expiry !== undefined && expiry > now;
+  }
+
+  /** A block the worker's events say it stores. */
   add(hash: BlockKey): void {
     this.blocks.add(hash);
+    this.tracked.delete(hash);
   }
 
+  /** A block the worker's events say it dropped (confirmed or only recorded). */
   delete(hash: BlockKey): void {
     this.blocks.delete(hash);
+    this.tracked.delete(hash);
   }
 
   clear(): void {
     this.blocks.clear();
+    this.tracked.clear();
   }
 
-  /** The hashes held, in no particular order (admin state, tests). */
+  /** Records blocks of a prompt just served by the worker, valid for `ttlMs` unless confirmed. */
+  track(hashes: Iterable<BlockKey>, ttlMs: number, now = performance.now()): void {
+    this.sweep(now);
+    const expiry = now + ttlMs;
+    for (const h of hashes) {
+      if (this.blocks.has(h)) continue;
+      // Re-inserted so the map stays in expiry order.
+      this.tracked.delete(h);
+      this.tracked.set(h, expiry);
+    }
+  }
+
+  /** Drops recorded blocks whose time is up (they sit at the front: one shared ttl). */
+  sweep(now = performance.now()): void {
+    for (const [h, expiry] of this.tracked) {
+      if (expiry > now) break;
+      this.tracked.delete(h);
+    }
+  }
+
+  /** The confirmed hashes, in no particular order (admin state, tests). */
   keys(): IterableIterator<BlockKey> {
     return this.blocks.keys();
   }
 
+  /** The recorded, unconfirmed hashes (tests). */
+  trackedKeys(): IterableIterator<BlockKey> {
+    return this.tracked.keys();
+  }
+
   /** Number of leading hashes of the chain present in the table (a prefix match). */
-  matchPrefix(chain: readonly BlockKey[]): number {
+  matchPrefix(chain: readonly BlockKey[], now = performance.now()): number {
     let n = 0;
-    while (n < chain.length && this.blocks.has(chain[n])) n++;
+    while (n < chain.length && this.has(chain[n], now)) n++;
     return n;
   }
 }

@@ -64,6 +64,8 @@ export class ServerState {
   circuit?: CircuitInfo;
   /** Block tables per hash algorithm, filled from the worker's KV cache events. */
   readonly kvTables = new Map<string, KvBlockTable>();
+  /** The hash algorithm the worker's latest KV cache event was tagged with, if any. */
+  announcedKvHashAlgo?: string;
 
   constructor(
     spec: ServerSpec,
@@ -78,7 +80,9 @@ export class ServerState {
     this.id = serverIdFor(spec.role, spec.url);
   }
 
+  /** The worker's block-hash algorithm: as its events last said, else its /server_info, else v1. */
   get kvHashAlgo(): string {
+    if (this.announcedKvHashAlgo) return this.announcedKvHashAlgo;
     const algo = this.serverInfo?.kv_cache_hash_algo;
     return typeof algo === 'string' && algo ? algo : DEFAULT_KV_HASH_ALGO;
   }

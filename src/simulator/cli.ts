@@ -1,12 +1,14 @@
 /**
  * Runs simulated workers standalone:
  *   npm run sim -- --role context --port 8001 [--count N] [--latency demo|zero]
- *                  [--kv-blocks N] [--tokens-per-block N] [--host H] [--model NAME]
+ *                  [--kv-blocks N] [--tokens-per-block N] [--kv-hash-algo v1_block_key|v2_sha256|v2_sha256_64]
+ *                  [--host H] [--model NAME]
  *                  [--tokenizer qwen3|bytes] [--ctx-check blind|registry]
  *                  [--prefill-ms-per-token X] [--decode-ms-per-token X] [--max-batch-size N]
  * Workers of one process share a context registry; across processes use --ctx-check blind
  * (the default here). Stops on SIGINT/SIGTERM.
  */
+import { isKvHashAlgo, KV_HASH_ALGOS } from '../kv-cache/hash-algos';
 import { CtxRegistry } from './ctx-registry';
 import { LatencyOptions, LatencyPreset, resolveLatency } from './latency-model';
 import { CtxCheck, SIM_ROLES, SimRole } from './sim-options';
@@ -21,6 +23,7 @@ interface CliArgs {
   latencyOverrides: Partial<LatencyOptions>;
   kvBlocks?: number;
   tokensPerBlock?: number;
+  kvHashAlgo?: string;
   model?: string;
   tokenizer?: string;
   ctxCheck: CtxCheck;
@@ -28,7 +31,7 @@ interface CliArgs {
 
 const USAGE =
   'usage: sim --role context|generation|mixed --port N [--count N] [--latency zero|demo] [--kv-blocks N] ' +
-  '[--tokens-per-block N] [--host H] [--model NAME] [--tokenizer qwen3|bytes] [--ctx-check blind|registry] ' +
+  '[--tokens-per-block N] [--kv-hash-algo v1_block_key|v2_sha256|v2_sha256_64] [--host H] [--model NAME] [--tokenizer qwen3|bytes] [--ctx-check blind|registry] ' +
   '[--prefill-ms-per-token X] [--decode-ms-per-token X] [--max-batch-size N]';
 
 export function parseCliArgs(argv: string[]): CliArgs {
@@ -64,6 +67,12 @@ export function parseCliArgs(argv: string[]): CliArgs {
       }
       case '--kv-blocks': args.kvBlocks = num(); break;
       case '--tokens-per-block': args.tokensPerBlock = num(); break;
+      case '--kv-hash-algo': {
+        const a = value();
+        if (!isKvHashAlgo(a)) throw new Error(`--kv-hash-algo must be one of ${KV_HASH_ALGOS.join(', ')}`);
+        args.kvHashAlgo = a;
+        break;
+      }
       case '--model': args.model = value(); break;
       case '--tokenizer': args.tokenizer = value(); break;
       case '--ctx-check': {
@@ -105,6 +114,7 @@ async function main(): Promise<void> {
         latency,
         kvBlocks: args.kvBlocks,
         tokensPerBlock: args.tokensPerBlock,
+        kvHashAlgo: args.kvHashAlgo,
         model: args.model,
         tokenizer: args.tokenizer,
         ctxCheck: args.ctxCheck,

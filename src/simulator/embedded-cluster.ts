@@ -6,6 +6,7 @@ export interface EmbeddedClusterOptions {
   latency: 'demo' | 'zero';
   kv_blocks?: number;
   tokens_per_block?: number;
+  kv_hash_algo?: string;
 }
 
 /** The simulated cluster `npm start` serves from, on free loopback ports in this process. */
@@ -17,6 +18,7 @@ export async function startEmbeddedCluster(options: EmbeddedClusterOptions): Pro
     latency: options.latency,
     ...(options.kv_blocks ? { kvBlocks: options.kv_blocks } : {}),
     ...(options.tokens_per_block ? { tokensPerBlock: options.tokens_per_block } : {}),
+    ...(options.kv_hash_algo ? { kvHashAlgo: options.kv_hash_algo } : {}),
   });
   return { contextUrls: cluster.contextUrls, generationUrls: cluster.generationUrls, close: () => cluster.close() };
 }

@@ -25,6 +25,8 @@ export interface SimRequest {
   maxTokens: number;
   stop: string[];
   disagg: DisaggregatedParams | undefined;
+  /** `cache_salt`: the request's KV cache namespace (no reuse across salts). */
+  cacheSalt: string | undefined;
 }
 
 /** A request the worker refuses with 400 and an OpenAI-style error body. */
@@ -61,6 +63,9 @@ export function parseSimRequest(
     throw new BadRequestError(`max_tokens must be a positive integer, got ${String(maxRaw)}`);
   }
   const streamOptions = b.stream_options as Body | null | undefined;
+  if (b.cache_salt != null && (typeof b.cache_salt !== 'string' || b.cache_salt.length === 0)) {
+    throw new BadRequestError('cache_salt must be a non-empty string');
+  }
   return {
     endpoint,
     type,
@@ -71,6 +76,7 @@ export function parseSimRequest(
     maxTokens,
     stop: parseStop(b.stop),
     disagg,
+    cacheSalt: typeof b.cache_salt === 'string' ? b.cache_salt : undefined,
   };
 }
 

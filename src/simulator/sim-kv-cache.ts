@@ -1,5 +1,7 @@
-import { blockHashChain } from '../kv-cache/block-hash';
-import { KvCacheEvent, KvEventData, KvStoredBlock } from '../kv-cache/kv-events';
+import { V1_BLOCK_KEY_ALGO } from '../kv-cache/block-hash';
+import { cacheSaltId } from '../kv-cache/cache-salt';
+import { blockKeyChain, isKvHashAlgo, KV_HASH_ALGOS } from '../kv-cache/hash-algos';
+import { KvBlockHash, KvCacheEvent, KvEventData, KvStoredBlock } from '../kv-cache/kv-events';
 
 export interface SimKvCacheOptions {
   /** Capacity in blocks. */
@@ -11,10 +13,12 @@ export interface SimKvCacheOptions {
   maxBufferedEvents: number;
   /** Priority written on stored blocks (TensorRT-LLM's default retention priority). */
   priority?: number;
+  /** Block-key algorithm, default v1_block_key; others are written as `hash_algo` on every event. */
+  hashAlgo?: string;
 }
 
 export interface AdmitResult {
-  chain: bigint[];
+  chain: KvBlockHash[];
   matchedBlocks: number;
   cachedTokens: number;
   storedBlocks: number;
@@ -22,14 +26,16 @@ export interface AdmitResult {
 
 /**
  * The worker's KV cache: a set of block hashes in LRU order with TensorRT-LLM's event log
- * (`created`, `stored`, `removed`). Blocks are keyed by the same v1 hashes the router computes.
+ * (`created`, `stored`, `removed`). Blocks are keyed by the worker's hash algorithm, salted per
+ * request by its `cache_salt`, exactly as the router computes them.
  */
 export class SimKvCache {
   readonly capacity: number;
   readonly tokensPerBlock: number;
   readonly windowSize: number;
+  readonly hashAlgo: string;
   /** hash -> tokens in the block; Map order is the LRU order (oldest first). */
-  private readonly blocks = new Map<bigint, number>();
+  private readonly blocks = new Map<KvBlockHash, number>();
   private events: KvCacheEvent[] = [];
   private nextEventId = 1;
   private readonly maxBufferedEvents: number;
@@ -48,6 +54,8 @@ export class SimKvCache {
     this.windowSize = opts.windowSize;
     this.maxBufferedEvents = opts.maxBufferedEvents;
     this.priority = opts.priority ?? 35;
+    this.hashAlgo = opts.hashAlgo ?? V1_BLOCK_KEY_ALGO;
+    if (!isKvHashAlgo(this.hashAlgo)) throw new RangeError(`hashAlgo must be one of ${KV_HASH_ALGOS.join(', ')}, got "${this.hashAlgo}"`);
     this.emit({ type: 'created', num_blocks_per_cache_level: [this.capacity, 0] });
   }
 
@@ -55,21 +63,22 @@ export class SimKvCache {
     return this.blocks.size;
   }
 
-  has(hash: bigint): boolean {
+  has(hash: KvBlockHash): boolean {
     return this.blocks.has(hash);
   }
 
   /** Block hashes held, oldest (next to evict) first. */
-  hashes(): bigint[] {
+  hashes(): KvBlockHash[] {
     return [...this.blocks.keys()];
   }
 
-  chainFor(tokenIds: ArrayLike<number>): bigint[] {
-    return blockHashChain(tokenIds, this.tokensPerBlock);
+  /** The block keys of a prompt, in the namespace of its cache salt when it has one. */
+  chainFor(tokenIds: readonly number[], cacheSalt?: string): KvBlockHash[] {
+    return blockKeyChain(this.hashAlgo, tokenIds, this.tokensPerBlock, cacheSalt === undefined ? undefined : cacheSaltId(cacheSalt))!;
   }
 
   /** Number of leading blocks of `chain` already cached. */
-  matchPrefix(chain: readonly bigint[]): number {
+  matchPrefix(chain: readonly KvBlockHash[]): number {
     let n = 0;
     while (n < chain.length && this.blocks.has(chain[n])) n++;
     return n;
@@ -79,7 +88,7 @@ export class SimKvCache {
    * A prompt enters the cache: its cached prefix is reused (and refreshed in LRU order), the
    * rest of its blocks are stored, evicting least recently used blocks when full.
    */
-  admit(tokenIds: readonly number[], chain: bigint[] = this.chainFor(tokenIds)): AdmitResult {
+  admit(tokenIds: readonly number[], chain: KvBlockHash[] = this.chainFor(tokenIds)): AdmitResult {
     const tpb = this.tokensPerBlock;
     const keyLength = Math.max(0, tokenIds.length - 1);
     const matched = this.matchPrefix(chain);
@@ -134,10 +143,10 @@ export class SimKvCache {
     return this.events.length;
   }
 
-  private evict(count: number, chain: readonly bigint[], protectedCount: number): void {
+  private evict(count: number, chain: readonly KvBlockHash[], protectedCount: number): void {
     if (count <= 0) return;
     const protect = protectedCount > 0 ? new Set(chain.slice(0, protectedCount)) : undefined;
-    const removed: bigint[] = [];
+    const removed: KvBlockHash[] = [];
     for (const h of this.blocks.keys()) {
       if (removed.length >= count) break;
       if (protect?.has(h)) continue;
@@ -148,7 +157,10 @@ export class SimKvCache {
   }
 
   private emit(data: KvEventData): void {
-    this.events.push({ event_id: this.nextEventId++, data, window_size: this.windowSize });
+    const event: KvCacheEvent = { event_id: this.nextEventId++, data, window_size: this.windowSize };
+    // v1 workers predate the tag and do not write it.
+    if (this.hashAlgo !== V1_BLOCK_KEY_ALGO) event.hash_algo = this.hashAlgo;
+    this.events.push(event);
     if (this.events.length > this.maxBufferedEvents) {
       const drop = this.events.length - this.maxBufferedEvents;
       this.events.splice(0, drop);

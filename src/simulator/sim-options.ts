@@ -1,3 +1,5 @@
+import { V1_BLOCK_KEY_ALGO } from '../kv-cache/block-hash';
+import { isKvHashAlgo, KV_HASH_ALGOS } from '../kv-cache/hash-algos';
 import { CtxRegistry } from './ctx-registry';
 import { FaultRule } from './faults';
 import { LatencyOptions, LatencyPreset } from './latency-model';
@@ -28,6 +30,8 @@ export interface SimWorkerOptions {
   kvBlocks?: number;
   /** Tokens per KV block, default 32. */
   tokensPerBlock?: number;
+  /** KV block-key algorithm announced in /server_info and on events, default v1_block_key. */
+  kvHashAlgo?: string;
   /** `window_size` of KV events, default 4096. */
   windowSize?: number;
   /** KV events kept between two polls, default 100000. */
@@ -55,6 +59,7 @@ export interface ResolvedSimOptions {
   preloadTokenizer: boolean;
   kvBlocks: number;
   tokensPerBlock: number;
+  kvHashAlgo: string;
   windowSize: number;
   maxBufferedEvents: number;
   ctxCheck: CtxCheck;
@@ -82,6 +87,7 @@ export function resolveSimOptions(opts: SimWorkerOptions): ResolvedSimOptions {
     preloadTokenizer: opts.preloadTokenizer ?? false,
     kvBlocks: int('kvBlocks', opts.kvBlocks, 4096, 0),
     tokensPerBlock: int('tokensPerBlock', opts.tokensPerBlock, 32, 1),
+    kvHashAlgo: kvHashAlgo(opts.kvHashAlgo),
     windowSize: int('windowSize', opts.windowSize, 4096, 1),
     maxBufferedEvents: int('maxBufferedEvents', opts.maxBufferedEvents, 100_000, 1),
     ctxCheck,
@@ -89,4 +95,10 @@ export function resolveSimOptions(opts: SimWorkerOptions): ResolvedSimOptions {
     defaultMaxTokens: int('defaultMaxTokens', opts.defaultMaxTokens, 16, 1),
     keepReceived: int('keepReceived', opts.keepReceived, 20, 0),
   };
+}
+
+function kvHashAlgo(name: string | undefined): string {
+  const algo = name ?? V1_BLOCK_KEY_ALGO;
+  if (!isKvHashAlgo(algo)) throw new RangeError(`kvHashAlgo must be one of ${KV_HASH_ALGOS.join(', ')}, got "${algo}"`);
+  return algo;
 }

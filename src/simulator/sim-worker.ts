@@ -1,6 +1,5 @@
 import * as http from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
-import { V1_BLOCK_KEY_ALGO } from '../kv-cache/block-hash';
 import { serializeKvEvents } from '../kv-cache/kv-events';
 import { getTokenizer, TextTokenizer } from '../tokenizer';
 import { allocateCtxRequestId, CtxRegistry } from './ctx-registry';
@@ -81,6 +80,7 @@ export class SimWorker {
     this.kv = new SimKvCache({
       capacityBlocks: this.options.kvBlocks,
       tokensPerBlock: this.options.tokensPerBlock,
+      hashAlgo: this.options.kvHashAlgo,
       windowSize: this.options.windowSize,
       maxBufferedEvents: this.options.maxBufferedEvents,
     });
@@ -264,7 +264,7 @@ export class SimWorker {
 
   private serverInfo(): Record<string, unknown> {
     return {
-      kv_cache_hash_algo: V1_BLOCK_KEY_ALGO,
+      kv_cache_hash_algo: this.options.kvHashAlgo,
       server_role: this.role,
       model: this.options.model,
       tokens_per_block: this.options.tokensPerBlock,
@@ -394,7 +394,7 @@ export class SimWorker {
     let prefillTokens = 0;
     const firstTokens = sr.type === 'generation_only' ? (sr.disagg!.first_gen_tokens ?? undefined) : undefined;
     for (const prompt of sr.prompts) {
-      const admitted = this.kv.admit(prompt);
+      const admitted = this.kv.admit(prompt, this.kv.chainFor(prompt, sr.cacheSalt));
       const g = generator.generate(prompt, sr.type === 'context_only' ? 1 : sr.maxTokens, sr.stop, firstTokens);
       gens.push(g);
       promptTokens += prompt.length;

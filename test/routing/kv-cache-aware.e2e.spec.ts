@@ -1,12 +1,12 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
 import { DEFAULT_HTTP_SESSION_OPTIONS, HttpSessionProvider } from '../../src/http-session';
 import { blockHashChain } from '../../src/kv-cache/block-hash';
-import { KvCacheAwareRouter } from '../../src/routing';
+import { KvCacheAwareRouter, kvCacheAwareArgs } from '../../src/routing';
 import { ServerState } from '../../src/servers';
 import { startSimCluster, type SimCluster } from '../../src/simulator';
 import { postJson, startRouter, waitFor, type RunningRouter } from '../support/router-app';
 import { request, tokens } from './support/policy-harness';
-import { allIdle, holdsPrefix, served, stateOf, totalServed } from './support/sim-helpers';
+import { allIdle, confirmsPrefix, holdsPrefix, served, stateOf, totalServed } from './support/sim-helpers';
 
 const TPB = 32;
 const KV_BLOCKS = 12;
@@ -37,8 +37,10 @@ describe('kv_cache_aware against simulated workers', () => {
     expect(first.status).toBe(200);
     // All scores tie at 0: the round-robin counter starts at the first server.
     expect(totalServed(w0)).toBe(1);
-    await waitFor(() => holdsPrefix(s0, chainP), 10_000, 'the router to apply the stored events');
+    await waitFor(() => confirmsPrefix(s0, chainP), 10_000, 'the router to apply the stored events');
     expect(new Set(w0.kv.hashes())).toEqual(new Set([...s0.kvTable().keys()]));
+    // The blocks recorded on finish were confirmed by the events: nothing left to expire.
+    expect(s0.kvTable().trackedSize).toBe(0);
 
     for (let turn = 0; turn < 3; turn++) {
       await waitFor(() => allIdle(router!.app), 10_000, 'idle');
@@ -80,7 +82,7 @@ describe('kv_cache_aware against simulated workers', () => {
     const session = new HttpSessionProvider(DEFAULT_HTTP_SESSION_OPTIONS);
     const state = new ServerState({ url: w.url, role: 'generation', source: 'config' }, session);
     const kv = new KvCacheAwareRouter();
-    kv.init({ policy: 'kv_cache_aware', role: 'generation', args: { use_tokens: false, max_batch_size: 64, tokens_per_block: TPB, tokenizer: 'bytes', tokenizer_threads: 0, backfill_block_hashes_on_finish: false, kv_events_poll_interval_s: 0.05, kv_events_timeout_s: 5 } });
+    kv.init({ policy: 'kv_cache_aware', role: 'generation', args: kvCacheAwareArgs.parse({ tokens_per_block: TPB, tokenizer: 'bytes', tokenizer_threads: 0, track_routed_blocks: false, kv_events_poll_interval_s: 0.05 }) });
     kv.addServer(state);
     try {
       const early = request({ prompt: P });

@@ -41,7 +41,9 @@ describe('parsing and applying KV cache events', () => {
     expect(new Set(s.kvTable().keys())).toEqual(new Set(kv.hashes()));
     applyKvEvents(s, parseKvEventsFast('[{"event_id": 9, "data": {"type": "stored", "parent_hash": null, "blocks": [{"block_hash": "abc"}], "hash_algo": "v2_sha256"}}]'));
     expect(s.kvTable('v2_sha256').has('abc')).toBe(true);
-    expect(s.kvTable().has('abc')).toBe(false);
-    expect(s.kvTable().lastEventId).toBeGreaterThan(0);
+    expect(s.kvTable('v1_block_key').has('abc')).toBe(false);
+    expect(s.kvTable('v1_block_key').lastEventId).toBeGreaterThan(0);
+    // A tagged event tells the algorithm the worker hashes with from now on.
+    expect(s.kvHashAlgo).toBe('v2_sha256');
   });
 });

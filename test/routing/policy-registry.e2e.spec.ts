@@ -53,8 +53,12 @@ describe('policy selection from config', () => {
       expect(ctx).toBeInstanceOf(KvCacheAwareRouter);
       expect(gen).toBeInstanceOf(KvCacheAwareRouter);
       expect(ctx).not.toBe(gen);
-      expect(ctx.args).toMatchObject({ max_batch_size: 64, tokens_per_block: 32, use_tokens: false });
+      expect(ctx.args).toMatchObject({ max_batch_size: 64, use_tokens: false });
+      // Left out: taken from the workers' /server_info once one announces it, else 32.
+      expect(ctx.args.tokens_per_block).toBeUndefined();
+      expect((ctx as KvCacheAwareRouter).tokensPerBlock).toBe(32);
       expect(gen.args).toMatchObject({ max_batch_size: 8, tokens_per_block: 16, use_tokens: true });
+      expect((gen as KvCacheAwareRouter).tokensPerBlock).toBe(16);
     } finally {
       await app.close();
     }

@@ -1,16 +1,27 @@
-import { blockHashChain, V1_BLOCK_KEY_ALGO } from '../../kv-cache/block-hash';
+import { blockKeyChain, KV_HASH_ALGOS } from '../../kv-cache/hash-algos';
 import type { BlockKey } from '../../servers';
 
 /** Hash algorithms whose block keys the router can compute from token ids. */
-export const SUPPORTED_HASH_ALGOS: readonly string[] = [V1_BLOCK_KEY_ALGO];
+export const SUPPORTED_HASH_ALGOS: readonly string[] = KV_HASH_ALGOS;
 
 /**
  * Block-hash chains of each token list (the last token of a prompt is never in a block key),
- * or undefined when the algorithm is not one the router computes.
+ * salted with the request's cache salt id when it has one, or undefined when the algorithm is
+ * not one the router computes.
  */
-export function blockHashesFor(tokenLists: readonly number[][], tokensPerBlock: number, algo: string): BlockKey[][] | undefined {
-  if (algo !== V1_BLOCK_KEY_ALGO) return undefined;
-  return tokenLists.map((ids) => blockHashChain(ids, tokensPerBlock));
+export function blockHashesFor(
+  tokenLists: readonly number[][],
+  tokensPerBlock: number,
+  algo: string,
+  cacheSaltId?: bigint,
+): BlockKey[][] | undefined {
+  const out: BlockKey[][] = [];
+  for (const ids of tokenLists) {
+    const chain = blockKeyChain(algo, ids, tokensPerBlock, cacheSaltId);
+    if (!chain) return undefined;
+    out.push(chain);
+  }
+  return out;
 }
 
 /** Tokens of the hashed blocks, as TensorRT-LLM pads them (at least 1, never a division by 0). */

@@ -6,3 +6,4 @@ export * from './prompt-tokens';
 export * from './tokenizer-threads';
 export * from './block-hash-trie';
 export * from './fast-kv-events';
+export * from './tokens-per-block';

@@ -1,4 +1,4 @@
-import { eventHashAlgo, type KvCacheEvent } from '../../kv-cache/kv-events';
+import type { KvCacheEvent } from '../../kv-cache/kv-events';
 import type { ServerState } from '../../servers';
 
 export interface AppliedEvents {
@@ -9,14 +9,17 @@ export interface AppliedEvents {
 
 /**
  * Applies a worker's KV cache events to its block tables, one table per hash algorithm (the
- * event's, else the worker's). `stored` adds blocks, `removed` drops them, `created` records
+ * event's `hash_algo`, at its top level or in its data, else the worker's). `stored` adds blocks, `removed` drops them, `created` records
  * the capacity and starts an empty table (a new cache holds nothing, e.g. after a restart);
  * `updated` (cache level or priority) does not change what is cached.
  */
 export function applyKvEvents(server: ServerState, events: readonly KvCacheEvent[]): AppliedEvents {
   const applied: AppliedEvents = { stored: 0, removed: 0, ignored: 0 };
   for (const event of events) {
-    const table = server.kvTable(eventHashAlgo(event, server.kvHashAlgo));
+    // A tagged event also tells which algorithm the worker hashes with from now on.
+    const tagged = event.hash_algo ?? event.data.hash_algo;
+    if (tagged) server.announcedKvHashAlgo = tagged;
+    const table = server.kvTable(tagged ?? server.kvHashAlgo);
     const data = event.data;
     switch (data.type) {
       case 'created':

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { blockHashChain } from '../../kv-cache/block-hash';
 import type { BlockKey, ServerState } from '../../servers';
 import { BaseRouter } from '../base-router';
+import { conversationIdOf } from '../conversation-id';
 import { BlockHashTrie } from '../kv/block-hash-trie';
 import { PromptTokenizer } from '../kv/prompt-tokenizer';
 import { codePoints, requestText, tokenListsInBody } from '../kv/prompt-tokens';
@@ -36,7 +37,8 @@ type Match = 'sticky' | 'implicit' | 'fallback';
 
 /**
  * TensorRT-LLM's ConversationRouter: session affinity for multi-turn conversations.
- * 1. `disaggregated_params.conversation_id` known: its server (unless excluded or gone).
+ * 1. A conversation id (body `conversation_params` or `disaggregated_params`, session
+ *    headers, `prompt_cache_key`: see conversation-id.ts) known: its server (unless excluded or gone).
  * 2. No id: the session whose block-hash chain shares the longest prefix with this request,
  *    if that covers at least `match_threshold` of the request's blocks.
  * 3. Otherwise the server with the fewest estimated content tokens in flight (ties round
@@ -60,7 +62,7 @@ export class ConversationRouter extends BaseRouter<ConversationArgs> {
 
   async getNextServer(request: RoutingRequest, options?: GetNextServerOptions): Promise<RouteResult> {
     this.candidates(options);
-    const conversationId = conversationIdOf(request.body);
+    const conversationId = conversationIdOf(request.body, request.headers);
     const hashes = await this.requestHashes(request);
     const weight = hashes.length * this.args.tokens_per_block;
     const candidates = this.candidates(options);
@@ -166,13 +168,4 @@ export class ConversationRouter extends BaseRouter<ConversationArgs> {
   override async close(): Promise<void> {
     await this.tokenizer?.close();
   }
-}
-
-/** `disaggregated_params.conversation_id` as a string; empty or missing is no id. */
-export function conversationIdOf(body: Readonly<Record<string, unknown>>): string | undefined {
-  const params = body.disaggregated_params;
-  if (typeof params !== 'object' || params === null) return undefined;
-  const id = (params as Record<string, unknown>).conversation_id;
-  if ((typeof id === 'string' && id.length > 0) || (typeof id === 'number' && id !== 0)) return String(id);
-  return undefined;
 }

@@ -1,10 +1,12 @@
 import { Logger } from '@nestjs/common';
 import { z } from 'zod';
+import { cacheSaltIdOf } from '../../kv-cache/cache-salt';
 import type { BlockKey, ServerState } from '../../servers';
 import { BaseRouter } from '../base-router';
 import { blockHashesFor, paddedTokens } from '../kv/block-hashes';
 import { isPolling, pollKvEvents } from '../kv/kv-event-poller';
 import { PromptTokenizer } from '../kv/prompt-tokenizer';
+import { TokensPerBlock, workerTokensPerBlock } from '../kv/tokens-per-block';
 import type { GetNextServerOptions, RouteResult, RoutingRequest } from '../router.interface';
 import { RoutingPolicy } from '../routing-policy.decorator';
 import { LeastLoadedPicker } from './least-loaded';
@@ -13,13 +15,21 @@ import { tokenizerArg, tokenizerThreadsArg } from './policy-args';
 export const kvCacheAwareArgs = z.strictObject({
   /** Also count prompt tokens in flight per server (the score itself uses requests in flight). */
   use_tokens: z.boolean().default(false),
-  /** Requests in flight that cancel a full prefix match in the score. */
+  /** Requests in flight that cancel a full prefix match in the score; also the load_cap unit. */
   max_batch_size: z.number().int().positive().default(64),
-  /** Must equal the workers' kv_cache_config.tokens_per_block for hashes to match. */
-  tokens_per_block: z.number().int().positive().default(32),
+  /** Must equal the workers' kv_cache_config.tokens_per_block; unset: the workers' /server_info, else 32. */
+  tokens_per_block: z.number().int().positive().optional(),
   tokenizer: tokenizerArg,
   tokenizer_threads: tokenizerThreadsArg,
-  /** Record the routed prompt's blocks as cached on success (for workers that publish no events). */
+  /** Record the routed prompt's blocks on its server when it succeeds, confirmed later by events. */
+  track_routed_blocks: z.boolean().default(true),
+  /** Recorded blocks no event confirmed are forgotten after this long. */
+  routed_blocks_ttl_s: z.number().positive().default(60),
+  /** Set: score = matched blocks - load_weight * requests in flight. Unset: the ratio score below. */
+  load_weight: z.number().nonnegative().optional(),
+  /** Servers with requests in flight / max_batch_size at or above this are skipped (unless all are). */
+  load_cap: z.number().positive().optional(),
+  /** Record the routed prompt's blocks as cached for good (for workers that publish no events). */
   backfill_block_hashes_on_finish: z.boolean().default(false),
   /** Also poll every server's KV events on this period, off the request path (0: only on finish). */
   kv_events_poll_interval_s: z.number().nonnegative().default(0),
@@ -27,29 +37,34 @@ export const kvCacheAwareArgs = z.strictObject({
 });
 export type KvCacheAwareArgs = z.output<typeof kvCacheAwareArgs>;
 
-interface Backfill {
+interface Routed {
   hashes: BlockKey[][];
   algo: string;
 }
 
 /**
  * TensorRT-LLM's KvCacheAwareRouter. Each server scores
- * `matched_tokens / padded_prompt_tokens - active_requests / max_batch_size`, where matched
- * tokens are the leading prompt blocks found in the block table built from that server's KV
- * cache events; the highest score wins, ties go round robin. Finishing a request releases its
- * load and then polls that server's `/kv_cache_events` through the shared session.
+ * `matched_tokens / padded_prompt_tokens - active_requests / max_batch_size` (or, with
+ * `load_weight`, `matched_blocks - load_weight * active_requests`), where matched tokens are
+ * the leading prompt blocks found in that server's block table; servers over `load_cap` are
+ * skipped, the highest score wins, ties go round robin. The table holds what the server's KV
+ * cache events say plus, with `track_routed_blocks`, the blocks of prompts it just answered,
+ * recorded synchronously when the request finishes so the very next request can follow them.
+ * Finishing a request then polls that server's `/kv_cache_events` through the shared session.
  */
 @RoutingPolicy('kv_cache_aware', kvCacheAwareArgs)
 export class KvCacheAwareRouter extends BaseRouter<KvCacheAwareArgs> {
   private readonly logger = new Logger(KvCacheAwareRouter.name);
   private readonly picker = new LeastLoadedPicker();
-  private readonly backfills = new Map<string, Backfill>();
-  private readonly warnedAlgos = new Set<string>();
+  private readonly routed = new Map<string, Routed>();
+  private readonly warned = new Set<string>();
   private tokenizer!: PromptTokenizer;
+  private blockSize!: TokensPerBlock;
   private timer?: NodeJS.Timeout;
 
   protected override onInit(): void {
     this.tokenizer = new PromptTokenizer(this.args.tokenizer, this.args.tokenizer_threads);
+    this.blockSize = new TokensPerBlock(this.args.tokens_per_block);
     const every = this.args.kv_events_poll_interval_s * 1000;
     if (every > 0) {
       this.timer = setInterval(() => this.pollAll(), every);
@@ -57,32 +72,41 @@ export class KvCacheAwareRouter extends BaseRouter<KvCacheAwareArgs> {
     }
   }
 
+  /** The block size hashes are computed with (configured, or adopted from the workers). */
+  get tokensPerBlock(): number {
+    return this.blockSize.resolve(this.servers);
+  }
+
   async getNextServer(request: RoutingRequest, options?: GetNextServerOptions): Promise<RouteResult> {
     this.candidates(options);
     const tokenLists = await this.tokenizer.tokenLists(request);
     // Candidates again: servers may have come or gone while tokenizing.
     const candidates = this.candidates(options);
-    const tpb = this.args.tokens_per_block;
+    const tpb = this.tokensPerBlock;
+    const saltId = cacheSaltIdOf(request.body);
     const byAlgo = new Map<string, BlockKey[][] | undefined>();
     const matches: number[] = [];
     const scores: number[] = [];
+    const now = performance.now();
     for (const server of candidates) {
       const algo = server.kvHashAlgo;
-      if (!byAlgo.has(algo)) byAlgo.set(algo, blockHashesFor(tokenLists, tpb, algo));
+      if (!byAlgo.has(algo)) byAlgo.set(algo, blockHashesFor(tokenLists, tpb, algo, saltId));
       const hashes = byAlgo.get(algo);
-      if (!hashes) this.warnAlgo(server, algo);
-      const matched = hashes ? this.matchedTokens(server, hashes, algo) : 0;
+      if (!hashes) this.warnOnce(`${server.id}:${algo}`, `${server.url} hashes KV blocks with '${algo}', which this router cannot compute; it gets no prefix matches`);
+      const matched = hashes ? this.matchedBlocks(server, hashes, algo, now) * tpb : 0;
       matches.push(matched);
-      scores.push(matched / paddedTokens(hashes ?? [], tpb) - server.activeRequests / this.args.max_batch_size);
+      scores.push(this.score(server, matched, hashes ?? [], tpb));
     }
-    const best = Math.max(...scores);
-    const winner = this.picker.tieBreak(scores.flatMap((s, i) => (s === best ? [i] : [])));
+    const eligible = this.underLoadCap(candidates);
+    let best = -Infinity;
+    for (const i of eligible) if (scores[i] > best) best = scores[i];
+    const winner = this.picker.tieBreak(eligible.filter((i) => scores[i] === best));
     const server = candidates[winner];
     const algo = server.kvHashAlgo;
     const hashes = byAlgo.get(algo) ?? [];
     let promptTokens = 0;
     for (const list of tokenLists) promptTokens += list.length;
-    if (this.args.backfill_block_hashes_on_finish) this.backfills.set(request.id, { hashes, algo });
+    if (this.args.track_routed_blocks || this.args.backfill_block_hashes_on_finish) this.routed.set(request.id, { hashes, algo });
     return this.reserve(request, server, this.args.use_tokens ? promptTokens : 0, {
       matchedTokens: matches[winner],
       promptTokens,
@@ -94,47 +118,82 @@ export class KvCacheAwareRouter extends BaseRouter<KvCacheAwareArgs> {
     });
   }
 
-  /** Leading blocks of each prompt present in the server's table, in tokens. */
-  private matchedTokens(server: ServerState, hashes: readonly BlockKey[][], algo: string): number {
+  private score(server: ServerState, matchedTokens: number, hashes: readonly BlockKey[][], tpb: number): number {
+    const load = server.activeRequests;
+    if (this.args.load_weight === undefined) return matchedTokens / paddedTokens(hashes, tpb) - load / this.args.max_batch_size;
+    return matchedTokens / tpb - this.args.load_weight * load;
+  }
+
+  /** Indices of the candidates under load_cap; all of them when none is (or no cap is set). */
+  private underLoadCap(candidates: readonly ServerState[]): number[] {
+    const all = candidates.map((_, i) => i);
+    const cap = this.args.load_cap;
+    if (cap === undefined) return all;
+    const under = all.filter((i) => candidates[i].activeRequests / this.args.max_batch_size < cap);
+    return under.length ? under : all;
+  }
+
+  /** Leading blocks of each prompt present in the server's table. */
+  private matchedBlocks(server: ServerState, hashes: readonly BlockKey[][], algo: string, now: number): number {
     const table = server.kvTables.get(algo);
     if (!table) return 0;
     let blocks = 0;
-    for (const list of hashes) blocks += table.matchPrefix(list);
-    return blocks * this.args.tokens_per_block;
+    for (const list of hashes) blocks += table.matchPrefix(list, now);
+    return blocks;
   }
 
   protected override async afterFinish(request: RoutingRequest, server: ServerState, success: boolean): Promise<void> {
-    const backfill = this.backfills.get(request.id);
-    this.backfills.delete(request.id);
+    const routed = this.routed.get(request.id);
+    this.routed.delete(request.id);
     // A server that left the pool keeps no table worth updating.
     if (!this.servers.includes(server)) return;
-    if (backfill && success) {
-      const table = server.kvTable(backfill.algo);
-      for (const list of backfill.hashes) for (const h of list) table.add(h);
+    // Synchronous, before the answer reaches the client: the next request already sees it.
+    if (routed && success) {
+      const table = server.kvTable(routed.algo);
+      if (this.args.backfill_block_hashes_on_finish) {
+        for (const list of routed.hashes) for (const h of list) table.add(h);
+      } else {
+        table.track(routed.hashes.flat(), this.args.routed_blocks_ttl_s * 1000);
+      }
     }
-    await pollKvEvents(server, this.args.kv_events_timeout_s * 1000);
+    if (this.eventsAligned(server)) await pollKvEvents(server, this.args.kv_events_timeout_s * 1000);
+  }
+
+  /** A worker whose block size differs from the router's publishes events no hash can match. */
+  private eventsAligned(server: ServerState): boolean {
+    const worker = workerTokensPerBlock(server);
+    const tpb = this.tokensPerBlock;
+    if (worker === undefined || worker === tpb) return true;
+    this.warnOnce(`${server.id}:tpb`, `${server.url} has tokens_per_block ${worker}, the router ${tpb}: its KV events cannot match the router's block hashes; not polling them, relying on routed-block tracking`);
+    return false;
   }
 
   private pollAll(): void {
     for (const server of this.servers) {
-      if (!isPolling(server)) void pollKvEvents(server, this.args.kv_events_timeout_s * 1000);
+      if (!isPolling(server) && this.eventsAligned(server)) void pollKvEvents(server, this.args.kv_events_timeout_s * 1000);
     }
   }
 
-  private warnAlgo(server: ServerState, algo: string): void {
-    const key = `${server.id}:${algo}`;
-    if (this.warnedAlgos.has(key)) return;
-    this.warnedAlgos.add(key);
-    this.logger.warn(`${server.url} hashes KV blocks with '${algo}', which this router cannot compute; it gets no prefix matches`);
+  private warnOnce(key: string, message: string): void {
+    if (this.warned.has(key)) return;
+    this.warned.add(key);
+    this.logger.warn(message);
   }
 
   protected override extraSnapshot(): Record<string, unknown> {
     return {
-      tokens_per_block: this.args.tokens_per_block,
+      tokens_per_block: this.tokensPerBlock,
+      tokens_per_block_source: this.blockSize.source,
       kv_tables: Object.fromEntries(
         this.servers.map((s) => [
           s.id,
-          Object.fromEntries([...s.kvTables].map(([algo, t]) => [algo, { blocks: t.size, capacity: t.capacity ?? null, events_applied: t.eventsApplied, last_event_id: t.lastEventId ?? null }])),
+          Object.fromEntries([...s.kvTables].map(([algo, t]) => [algo, {
+            blocks: t.size,
+            tracked_blocks: t.trackedSize,
+            capacity: t.capacity ?? null,
+            events_applied: t.eventsApplied,
+            last_event_id: t.lastEventId ?? null,
+          }])),
         ]),
       ),
     };

@@ -36,3 +36,10 @@ export function allIdle(app: NestFastifyApplication): boolean {
 export function holdsPrefix(state: ServerState, chain: readonly bigint[], blocks = chain.length): boolean {
   return state.kvTable().matchPrefix(chain.slice(0, blocks)) === Math.min(blocks, chain.length);
 }
+
+/** Whether the worker's own KV events (not the router's routed-block records) put the chain in the table. */
+export function confirmsPrefix(state: ServerState, chain: readonly (bigint | string)[], algo?: string): boolean {
+  const table = state.kvTable(algo);
+  const confirmed = new Set(table.keys());
+  return chain.every((h) => confirmed.has(h));
+}
