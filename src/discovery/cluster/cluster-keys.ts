@@ -67,3 +67,12 @@ export function newWorkerId(role: ServerRole, host: string, port: number): strin
   const random = String(Math.floor(Math.random() * 1000)).padStart(3, '0');
   return `${role.toUpperCase()}-${host}:${port}-${Date.now()}-${process.pid}-${random}`;
 }
+
+/** `etcd://h1:2379,etcd://h2:2379` (or `etcd://h1:2379,h2:2379`) as the client's `h:p,h:p`. */
+export function etcdHostsOf(clusterUri: string): string {
+  return clusterUri
+    .split(',')
+    .map((part) => part.trim().replace(/^etcd:\/\//i, '').replace(/\/.*$/, ''))
+    .filter(Boolean)
+    .join(',');
+}

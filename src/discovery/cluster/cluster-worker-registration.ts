@@ -2,8 +2,7 @@ import type { Etcd3, Lease } from 'etcd3';
 // Not the config barrel: the register helper must load without Nest.
 import type { ServerRole } from '../../config/server-role';
 import { createEtcdClient } from '../etcd-client';
-import { newWorkerId, workerKey, workerRecord } from './cluster-keys';
-import { etcdHostsOf } from './etcd-cluster-watch';
+import { etcdHostsOf, newWorkerId, workerKey, workerRecord } from './cluster-keys';
 
 export interface ClusterWorkerOptions {
   /** The disagg_cluster's `cluster_uri`: `http(s)://router:port` or `etcd://host:port`. */

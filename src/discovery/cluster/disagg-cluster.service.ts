@@ -1,8 +1,8 @@
 import { Inject, Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy, OnModuleInit } from '@nestjs/common';
 import { ROUTER_CONFIG, type DisaggClusterConfig, type RouterConfig, type ServerRole } from '../../config';
 import { ClusterStatus, ServerRegistry, type Readiness } from '../../servers';
-import { parseWorkerRecord, workerInfoJson, workerKeyPrefix, type ClusterWorker } from './cluster-keys';
-import { EtcdClusterWatch, etcdHostsOf } from './etcd-cluster-watch';
+import { etcdHostsOf, parseWorkerRecord, workerInfoJson, workerKeyPrefix, type ClusterWorker } from './cluster-keys';
+import { EtcdClusterWatch } from './etcd-cluster-watch';
 import { MemoryClusterStorage } from './memory-cluster-storage';
 
 export function servesClusterStorage(config: RouterConfig): boolean {

@@ -7,15 +7,6 @@ import type { ClusterStorageEvents } from './memory-cluster-storage';
 const RETRY_MS = 1_000;
 const RESYNC_MS = 10_000;
 
-/** `etcd://h1:2379,etcd://h2:2379` (or `etcd://h1:2379,h2:2379`) as the client's `h:p,h:p`. */
-export function etcdHostsOf(clusterUri: string): string {
-  return clusterUri
-    .split(',')
-    .map((part) => part.trim().replace(/^etcd:\/\//i, '').replace(/\/.*$/, ''))
-    .filter(Boolean)
-    .join(',');
-}
-
 /**
  * The worker keys of a disagg_cluster kept in etcd (`etcd://` uri): a full read, then a watch
  * from the next revision, and a full read every few seconds (and after a lost watch) that
