@@ -3,6 +3,7 @@ import { AdminModule } from './admin/admin.module';
 import { AdmissionModule } from './admission/admission.module';
 import { RouterConfigModule, type RouterConfig } from './config';
 import { DisaggModule } from './disagg/disagg.module';
+import { DisaggClusterModule } from './discovery/cluster/disagg-cluster.module';
 import { ServerDiscoveryModule } from './discovery/server-discovery.module';
 import { HttpSessionModule } from './http-session';
 import { HealthModule } from './health';
@@ -37,6 +38,7 @@ export class AppModule {
         OpenAiModule,
         HealthModule,
         ServerDiscoveryModule,
+        DisaggClusterModule.forRoot(options.config),
         AdminModule.forRoot(options.config),
         ...(options.imports ?? []),
       ],

@@ -25,7 +25,7 @@ export class ServerDto {
   @ApiProperty({ example: 'generation-10.0.0.5-8001' }) id!: string;
   @ApiProperty() url!: string;
   @ApiProperty({ enum: SERVER_ROLES }) role!: string;
-  @ApiProperty({ enum: ['config', 'etcd', 'admin'] }) source!: string;
+  @ApiProperty({ enum: ['config', 'etcd', 'admin', 'cluster'] }) source!: string;
   @ApiProperty({ enum: STATES }) state!: string;
   @ApiProperty() active_requests!: number;
   @ApiProperty() active_tokens!: number;

@@ -85,10 +85,10 @@ function checkConsistency(config: RouterConfig, source: string): void {
     }
   }
   const hasGeneration = (config.generation_servers?.urls?.length ?? 0) > 0;
-  const discovered = config.metadata_server_config !== undefined || config.simulate !== undefined;
+  const discovered = config.metadata_server_config !== undefined || config.disagg_cluster !== undefined || config.simulate !== undefined;
   if (!hasGeneration && !discovered) {
     throw new ConfigError(
-      `invalid config ${source}:\n  generation_servers.urls: at least one generation server is required (or metadata_server_config / simulate)`,
+      `invalid config ${source}:\n  generation_servers.urls: at least one generation server is required (or metadata_server_config / disagg_cluster / simulate)`,
     );
   }
 }

@@ -34,6 +34,24 @@ const metadataServerSchema = z.looseObject({
   remove_dead_keys: z.boolean().default(true),
 });
 
+/**
+ * TensorRT-LLM's self-registering workers: they put their key into a cluster storage and
+ * heartbeat it. `http(s)://` serves that storage from this router; `etcd://host:port` keeps
+ * it in etcd. Unknown keys are refused, as TensorRT-LLM does.
+ */
+const disaggClusterSchema = z.strictObject({
+  cluster_uri: z.string().regex(/^(https?|etcd):\/\/[^/]+/i, 'must start with http://, https:// or etcd:// and name a host'),
+  cluster_name: z.string().default(''),
+  minimal_instances: z
+    .strictObject({
+      context_servers: z.number().int().nonnegative().default(1),
+      generation_servers: z.number().int().nonnegative().default(1),
+    })
+    .default(() => ({ context_servers: 1, generation_servers: 1 })),
+  heartbeat_interval_sec: z.number().positive().default(5),
+  inactive_timeout_sec: z.number().positive().default(10),
+});
+
 const httpSessionSchema = z.strictObject({
   /** Keep-alive connections per upstream server. */
   connections_per_server: positiveInt.default(128),
@@ -153,6 +171,7 @@ export const routerConfigSchema = z.looseObject({
     .looseObject({ max_local_prefill_length: z.number().int().nonnegative().default(0) })
     .optional(),
   metadata_server_config: metadataServerSchema.optional(),
+  disagg_cluster: disaggClusterSchema.optional(),
   http_session: httpSessionSchema.default(() => httpSessionSchema.parse({})),
   timeouts: timeoutsSchema.default(() => timeoutsSchema.parse({})),
   limits: limitsSchema.default(() => limitsSchema.parse({})),
@@ -170,3 +189,4 @@ export type RouterConfigInput = z.input<typeof routerConfigSchema>;
 export type RouterConfig = z.output<typeof routerConfigSchema>;
 export type ServerPoolConfig = z.output<typeof serverPoolSchema>;
 export type RouterBlockConfig = z.output<typeof routerBlockSchema>;
+export type DisaggClusterConfig = z.output<typeof disaggClusterSchema>;

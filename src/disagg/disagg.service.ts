@@ -9,6 +9,7 @@ import { ServerRegistry } from '../servers';
 import type { ClientChannel } from './client-channel';
 import { nextDisaggRequestId } from './disagg-request-id';
 import { RequestEvents, type RequestDoneEvent, type RequestTimings } from './request-events';
+import { SameServerRetry } from './same-server-retry';
 import { SseUsageRewriter } from './sse-usage-rewriter';
 import { ClientGoneError, classifyTransportError } from './upstream-failure';
 import { contextUsageOf, rewriteUsage, type ContextUsage } from './usage';
@@ -311,8 +312,9 @@ export class DisaggService {
 
   /**
    * Picks a server and sends, retrying connection failures and 5xx answers on another server
-   * (the failed ones excluded) up to max_retries. Nothing has reached the client yet, so a
-   * retry is always safe here. 4xx answers are returned as they are.
+   * (the failed ones excluded) up to max_retries, or on the same one after a backoff when no
+   * other is left. Nothing has reached the client yet, so a retry is always safe here. 4xx
+   * answers are returned as they are.
    */
   private async send(
     flow: Flow,
@@ -325,6 +327,8 @@ export class DisaggService {
     reserved?: RouteResultWithRouter,
   ): Promise<Routed> {
     const failures: string[] = [];
+    let lastFailed: string | undefined;
+    let sameServer: SameServerRetry | undefined;
     const attempts = this.config.max_retries + 1;
     const headers = stream ? (flow.streamHeaders ??= { ...flow.headers, accept: 'text/event-stream' }) : flow.headers;
     for (let attempt = 0; attempt < attempts; attempt++) {
@@ -338,8 +342,18 @@ export class DisaggService {
         try {
           route = this.picked(flow, router, role, await this.pick(flow, router, role, excluded));
         } catch (err) {
-          if (err instanceof NoServerAvailableError && failures.length) break;
-          throw err;
+          if (!(err instanceof NoServerAvailableError) || !failures.length) throw err;
+          // No other server left: the one that failed, again, after a backoff.
+          if (!(await (sameServer ??= new SameServerRetry()).readmit(excluded, lastFailed, flow.channel.abort))) {
+            if (flow.channel.abort.aborted) throw new ClientGoneError();
+            break;
+          }
+          try {
+            route = this.picked(flow, router, role, await this.pick(flow, router, role, excluded));
+          } catch (again) {
+            if (again instanceof NoServerAvailableError) break;
+            throw again;
+          }
         }
       }
       if (attempt > 0) {
@@ -377,6 +391,7 @@ export class DisaggService {
         failures.push(`${server.url}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
       }
       excluded.push(server.url);
+      lastFailed = server.url;
     }
     flow.done.errorKind = 'upstream_failed';
     throw new OpenAiError(502, `${role} server failed after ${failures.length} attempt(s): ${failures.join('; ')}`, { code: 'upstream_error' });

@@ -18,7 +18,8 @@ export class StaticServersService implements OnApplicationBootstrap {
   ) {}
 
   async onApplicationBootstrap(): Promise<void> {
-    if (this.config.metadata_server_config) return;
+    // Workers of a disagg_cluster register themselves; url lists are ignored, as TensorRT-LLM does.
+    if (this.config.metadata_server_config || this.config.disagg_cluster) return;
     const added = [];
     for (const role of SERVER_ROLES) {
       const pool = role === 'context' ? this.config.context_servers : this.config.generation_servers;

@@ -31,6 +31,8 @@ export class HealthMonitor implements OnApplicationBootstrap, OnModuleDestroy {
   private readonly options: HealthOptions;
   private readonly breakers = new Map<string, CircuitBreaker>();
   private readonly unreachableStreak = new Map<string, number>();
+  /** Refused connections in a row on real requests, per server. */
+  private readonly connectStreak = new Map<string, number>();
   private readonly checking = new Set<string>();
   private readonly emitter = new EventEmitter<MonitorEvents>();
   private readonly unsubscribe: Array<() => void> = [];
@@ -62,6 +64,7 @@ export class HealthMonitor implements OnApplicationBootstrap, OnModuleDestroy {
         if (event.type === 'removed') {
           this.breakers.delete(id);
           this.unreachableStreak.delete(id);
+          this.connectStreak.delete(id);
         } else if (event.type === 'status' && event.server.status === 'ready' && this.breakers.get(id)?.state !== 'closed') {
           // Made ready past the breaker (prepared again after a drain): a fresh start.
           this.breakers.delete(id);
@@ -165,7 +168,11 @@ export class HealthMonitor implements OnApplicationBootstrap, OnModuleDestroy {
     const server = e.server;
     if (this.registry.get(server.id) !== server) return;
     if (e.kind === 'connect' && this.options.ejectOnConnectFailure && server.status === 'ready') {
-      this.eject(server, 'connect_failed', e.detail);
+      // The last ready server of its pool is ejected on a second refusal in a row only: the
+      // request retries it after a backoff, and one hiccup must not empty the pool.
+      const streak = (this.connectStreak.get(server.id) ?? 0) + 1;
+      this.connectStreak.set(server.id, streak);
+      if (streak >= 2 || this.registry.ready(server.role).length > 1) this.eject(server, 'connect_failed', e.detail);
     }
     if (!this.options.breaker.enabled || !BREAKER_KINDS.has(e.kind)) return;
     let breaker = this.breakers.get(server.id);
@@ -181,7 +188,12 @@ export class HealthMonitor implements OnApplicationBootstrap, OnModuleDestroy {
   }
 
   private onRequestDone(e: RequestDoneEvent): void {
-    if (e.status >= 500 || this.breakers.size === 0) return;
+    if (e.status >= 500) return;
+    if (this.connectStreak.size) {
+      if (e.contextServer) this.connectStreak.delete(this.registry.findByUrl('context', e.contextServer)?.id ?? '');
+      if (e.generationServer) this.connectStreak.delete(this.registry.findByUrl('generation', e.generationServer)?.id ?? '');
+    }
+    if (this.breakers.size === 0) return;
     this.recordSuccess(e.contextServer ? this.registry.findByUrl('context', e.contextServer) : undefined);
     this.recordSuccess(e.generationServer ? this.registry.findByUrl('generation', e.generationServer) : undefined);
   }
@@ -200,6 +212,7 @@ export class HealthMonitor implements OnApplicationBootstrap, OnModuleDestroy {
   }
 
   private readmit(server: ServerState): void {
+    this.connectStreak.delete(server.id);
     const was = server.ejection?.reason ?? 'unhealthy';
     server.ejection = undefined;
     this.logger.log(`${server.role} server ${server.url} is healthy again (was out for ${was}): back in rotation`);

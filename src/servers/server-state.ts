@@ -1,9 +1,10 @@
+import { Logger } from '@nestjs/common';
 import type { ServerRole } from '../config';
 import type { HttpSessionProvider } from '../http-session';
 import { KvBlockTable } from './kv-block-table';
 
 export type ServerStatus = 'preparing' | 'ready' | 'draining' | 'unhealthy';
-export type ServerSource = 'config' | 'etcd' | 'admin';
+export type ServerSource = 'config' | 'etcd' | 'admin' | 'cluster';
 
 export interface ServerSpec {
   url: string;
@@ -41,6 +42,8 @@ export const DEFAULT_KV_HASH_ALGO = 'v1_block_key';
 
 const KV_EVENTS_HEADERS = { 'content-type': 'application/json' };
 
+const logger = new Logger('ServerState');
+
 /**
  * What the router knows of one worker: load, KV block table, server_info, health. It holds
  * the session provider (never a client) and asks it for the client at each use, so a state
@@ -57,6 +60,8 @@ export class ServerState {
   activeRequests = 0;
   activeTokens = 0;
   serverInfo?: Record<string, unknown>;
+  /** The worker answered 404 to /server_info: it runs on the defaults. */
+  serverInfoMissing = false;
   lastHealth?: HealthResult;
   consecutiveHealthFailures = 0;
   /** Set by the health module while it keeps the server out of rotation. */
@@ -103,11 +108,24 @@ export class ServerState {
     return n;
   }
 
+  /**
+   * GET /server_info. A 404 (older TensorRT-LLM, other engines) means the defaults: v1 block
+   * hashes, no disaggregated_params; it is logged once per server. Other failures throw.
+   */
   async fetchServerInfo(timeoutMs: number): Promise<Record<string, unknown>> {
     const res = await this.session.axios.get<Record<string, unknown>>(`${this.url}/server_info`, {
       timeout: timeoutMs,
       responseType: 'json',
+      validateStatus: (status) => (status >= 200 && status < 300) || status === 404,
     });
+    if (res.status === 404) {
+      if (!this.serverInfoMissing) {
+        this.serverInfoMissing = true;
+        logger.warn(`${this.role} server ${this.url} has no /server_info (404): using the defaults (${DEFAULT_KV_HASH_ALGO} hashes)`);
+      }
+      this.serverInfo = {};
+      return this.serverInfo;
+    }
     const info = typeof res.data === 'object' && res.data !== null ? res.data : {};
     this.serverInfo = info;
     return info;

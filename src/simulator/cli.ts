@@ -5,9 +5,12 @@
  *                  [--host H] [--model NAME]
  *                  [--tokenizer qwen3|bytes] [--ctx-check blind|registry]
  *                  [--prefill-ms-per-token X] [--decode-ms-per-token X] [--max-batch-size N]
- * Workers of one process share a context registry; across processes use --ctx-check blind
+ *                  [--disagg-cluster URI [--cluster-name NAME]]
+ * With --disagg-cluster each worker registers itself in that disagg_cluster and heartbeats,
+ * as TensorRT-LLM's workers do. Workers of one process share a context registry; across processes use --ctx-check blind
  * (the default here). Stops on SIGINT/SIGTERM.
  */
+import { ClusterWorkerRegistration, type ClusterWorkerOptions } from '../discovery/cluster/cluster-worker-registration';
 import { isKvHashAlgo, KV_HASH_ALGOS } from '../kv-cache/hash-algos';
 import { CtxRegistry } from './ctx-registry';
 import { LatencyOptions, LatencyPreset, resolveLatency } from './latency-model';
@@ -27,12 +30,15 @@ interface CliArgs {
   model?: string;
   tokenizer?: string;
   ctxCheck: CtxCheck;
+  /** Register the workers in this disagg_cluster (cluster_uri) and heartbeat them. */
+  disaggCluster?: string;
+  clusterName?: string;
 }
 
 const USAGE =
   'usage: sim --role context|generation|mixed --port N [--count N] [--latency zero|demo] [--kv-blocks N] ' +
   '[--tokens-per-block N] [--kv-hash-algo v1_block_key|v2_sha256|v2_sha256_64] [--host H] [--model NAME] [--tokenizer qwen3|bytes] [--ctx-check blind|registry] ' +
-  '[--prefill-ms-per-token X] [--decode-ms-per-token X] [--max-batch-size N]';
+  '[--prefill-ms-per-token X] [--decode-ms-per-token X] [--max-batch-size N] [--disagg-cluster URI [--cluster-name NAME]]';
 
 export function parseCliArgs(argv: string[]): CliArgs {
   const args: CliArgs = { role: 'mixed', host: '127.0.0.1', port: 8001, count: 1, latency: 'zero', latencyOverrides: {}, ctxCheck: 'blind' };
@@ -84,6 +90,13 @@ export function parseCliArgs(argv: string[]): CliArgs {
       case '--prefill-ms-per-token': args.latencyOverrides.prefillMsPerToken = num(); break;
       case '--decode-ms-per-token': args.latencyOverrides.decodeMsPerToken = num(); break;
       case '--max-batch-size': args.latencyOverrides.maxBatchSize = num(); break;
+      case '--disagg-cluster': {
+        const uri = value();
+        if (!/^(https?|etcd):\/\/[^/]+/i.test(uri)) throw new Error('--disagg-cluster must be an http://, https:// or etcd:// URI');
+        args.disaggCluster = uri;
+        break;
+      }
+      case '--cluster-name': args.clusterName = value(); break;
       case '-h':
       case '--help':
         throw new Error(USAGE);
@@ -91,6 +104,7 @@ export function parseCliArgs(argv: string[]): CliArgs {
         throw new Error(`unknown option ${flag}\n${USAGE}`);
     }
   }
+  if (args.disaggCluster && args.role === 'mixed') throw new Error(`--disagg-cluster needs --role context or generation\n${USAGE}`);
   return args;
 }
 
@@ -105,6 +119,7 @@ async function main(): Promise<void> {
   const latency = { ...resolveLatency(args.latency), ...args.latencyOverrides };
   const registry = args.ctxCheck === 'registry' ? new CtxRegistry() : undefined;
   const workers: SimWorker[] = [];
+  const registrations: ClusterWorkerRegistration[] = [];
   try {
     for (let i = 0; i < args.count; i++) {
       const w = await SimWorker.start({
@@ -123,9 +138,11 @@ async function main(): Promise<void> {
       });
       workers.push(w);
       console.log(`sim ${w.role} worker listening on ${w.url}`);
+      if (args.disaggCluster) registrations.push(await registerInCluster(w, args.disaggCluster, args.clusterName));
     }
   } catch (err) {
     console.error(`could not start simulated workers: ${(err as Error).message}`);
+    await Promise.all(registrations.map((r) => r.close()));
     await Promise.all(workers.map((w) => w.close()));
     process.exit(1);
   }
@@ -134,10 +151,25 @@ async function main(): Promise<void> {
     if (stopping) return;
     stopping = true;
     console.log(`${signal}: stopping ${workers.length} simulated worker(s)`);
-    void Promise.all(workers.map((w) => w.close())).then(() => process.exit(0));
+    void Promise.all(registrations.map((r) => r.close()))
+      .then(() => Promise.all(workers.map((w) => w.close())))
+      .then(() => process.exit(0));
   };
   process.on('SIGINT', () => stop('SIGINT'));
   process.on('SIGTERM', () => stop('SIGTERM'));
+}
+
+/** Registers a context or generation worker in a disagg_cluster (a mixed one cannot join). */
+export function registerInCluster(
+  worker: SimWorker,
+  clusterUri: string,
+  clusterName = '',
+  options: Pick<ClusterWorkerOptions, 'heartbeatIntervalS' | 'inactiveTimeoutS' | 'log'> = {},
+): Promise<ClusterWorkerRegistration> {
+  if (worker.role === 'mixed') throw new Error('--disagg-cluster needs --role context or generation');
+  const u = new URL(worker.url);
+  const log = (m: string): void => console.log(`sim: ${m}`);
+  return ClusterWorkerRegistration.start({ clusterUri, clusterName, host: u.hostname, port: Number(u.port), role: worker.role, log, ...options });
 }
 
 // Run only as the entry point (compiled CommonJS); importing it, e.g. from tests, has no effect.

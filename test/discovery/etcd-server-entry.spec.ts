@@ -36,6 +36,7 @@ describe('parseEtcdEntry', () => {
 describe('register CLI arguments', () => {
   it('parses both --name value and --name=value', () => {
     expect(parseRegisterArgs(['--etcd', '127.0.0.1:2379', '--url=http://127.0.0.1:8001', '--role', 'CONTEXT', '--ttl', '5'])).toEqual({
+      mode: 'etcd',
       etcd: '127.0.0.1:2379',
       url: 'http://127.0.0.1:8001',
       role: 'context',
@@ -45,7 +46,7 @@ describe('register CLI arguments', () => {
   });
 
   it.each([
-    [['--url', 'u', '--role', 'context'], /--etcd is required/],
+    [['--url', 'u', '--role', 'context'], /--etcd or --disagg-cluster is required/],
     [['--etcd', 'e', '--url', 'u', '--role', 'encoder'], /--role must be/],
     [['--etcd', 'e', '--url', 'u', '--role', 'context', '--ttl', '0'], /--ttl/],
     [['--etcd', 'e', '--bogus', 'x'], /unknown argument --bogus/],

@@ -44,8 +44,9 @@ describe('upstream failures', () => {
     const error = res.json.error as Record<string, string>;
     expect(error.type).toBe('upstream_error');
     expect(error.message).toContain(gen.url);
-    // One server only: the failed server is excluded, so no second attempt lands on it.
-    expect(gen.requests('/v1/completions')).toHaveLength(1);
+    // One server only: it is tried again after a backoff, max_retries times.
+    expect(gen.requests('/v1/completions')).toHaveLength(3);
+    expect(error.message).toContain('after 3 attempt(s)');
     await waitFor(loadIsZero(r), 5000, 'load back to zero');
   });
 

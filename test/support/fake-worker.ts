@@ -19,6 +19,8 @@ export class FakeWorker {
   readonly sockets = new Set<Socket>();
   /** Requests whose client side closed before the answer was complete. */
   aborted = 0;
+  /** What /server_info answers: 404 plays a worker that has none (older TensorRT-LLM, other engines). */
+  serverInfoStatus = 200;
   private server?: Server;
   url = '';
   port = 0;
@@ -61,7 +63,7 @@ export class FakeWorker {
       if (!res.writableFinished) this.aborted++;
     });
     if (received.path === '/health') return void res.writeHead(200).end();
-    if (received.path === '/server_info') return json(res, 200, {});
+    if (received.path === '/server_info') return json(res, this.serverInfoStatus, this.serverInfoStatus === 200 ? {} : { detail: 'Not Found' });
     if (received.path === '/kv_cache_events') return json(res, 200, []);
     await this.handler(received, res, this);
   }

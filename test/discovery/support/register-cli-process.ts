@@ -10,6 +10,8 @@ const CLI_SOURCES = [
   'discovery/etcd-client.ts',
   'discovery/etcd-server-entry.ts',
   'discovery/worker-registration.ts',
+  'discovery/cluster/cluster-keys.ts',
+  'discovery/cluster/cluster-worker-registration.ts',
   'discovery/register-cli.ts',
 ];
 

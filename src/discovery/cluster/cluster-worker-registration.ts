@@ -1,0 +1,157 @@
+import type { Etcd3, Lease } from 'etcd3';
+// Not the config barrel: the register helper must load without Nest.
+import type { ServerRole } from '../../config/server-role';
+import { createEtcdClient } from '../etcd-client';
+import { etcdHostsOf, newWorkerId, workerKey, workerRecord } from './cluster-keys';
+
+export interface ClusterWorkerOptions {
+  /** The disagg_cluster's `cluster_uri`: `http(s)://router:port` or `etcd://host:port`. */
+  clusterUri: string;
+  clusterName?: string;
+  /** The worker's own address as the router must reach it. */
+  host: string;
+  port: number;
+  role: ServerRole;
+  heartbeatIntervalS?: number;
+  inactiveTimeoutS?: number;
+  log?: (message: string) => void;
+}
+
+const RETRY_MS = 1_000;
+const HTTP_TIMEOUT_MS = 5_000;
+
+/**
+ * A worker's registration in a disagg_cluster, as TensorRT-LLM's workers make it: its record
+ * under its own key with a TTL of `inactive_timeout_sec`, refreshed every
+ * `heartbeat_interval_sec` (through `/expire`, or the lease's keep-alive in etcd); a failed
+ * heartbeat registers again. `close()` deletes the key; `abandon()` only stops the heartbeats,
+ * so the key expires as a crashed worker's would.
+ */
+export class ClusterWorkerRegistration {
+  readonly workerId: string;
+  readonly key: string;
+  private readonly heartbeatS: number;
+  private readonly ttlS: number;
+  private readonly log: (message: string) => void;
+  private readonly etcd?: Etcd3;
+  private lease?: Lease;
+  private timer?: NodeJS.Timeout;
+  private stopped = false;
+
+  private constructor(private readonly options: ClusterWorkerOptions) {
+    this.workerId = newWorkerId(options.role, options.host, options.port);
+    this.key = workerKey(options.clusterName ?? '', this.workerId);
+    this.heartbeatS = options.heartbeatIntervalS ?? 5;
+    this.ttlS = options.inactiveTimeoutS ?? 10;
+    this.log = options.log ?? (() => undefined);
+    if (/^etcd:\/\//i.test(options.clusterUri)) this.etcd = createEtcdClient({ hosts: etcdHostsOf(options.clusterUri) });
+  }
+
+  /** Registers (retrying until the storage answers) and starts the heartbeats. */
+  static async start(options: ClusterWorkerOptions): Promise<ClusterWorkerRegistration> {
+    const registration = new ClusterWorkerRegistration(options);
+    await registration.registerUntilDone();
+    registration.scheduleHeartbeat();
+    return registration;
+  }
+
+  /** Stops heartbeating and deletes the key (the worker leaves at once). */
+  async close(): Promise<void> {
+    if (this.stopped) return;
+    this.stopHeartbeats();
+    if (this.etcd) {
+      await this.lease?.revoke().catch(() => this.etcd!.delete().key(this.key).exec().catch(() => undefined));
+      this.etcd.close();
+    } else {
+      await this.http('DELETE', `delete?key=${encodeURIComponent(this.key)}`).catch(() => undefined);
+    }
+  }
+
+  /** Stops heartbeating and leaves the key to expire after inactive_timeout_sec. */
+  abandon(): void {
+    if (this.stopped) return;
+    this.stopHeartbeats();
+    this.lease?.release();
+    this.etcd?.close();
+  }
+
+  private stopHeartbeats(): void {
+    this.stopped = true;
+    clearTimeout(this.timer);
+    this.lease?.removeAllListeners();
+    this.lease?.on('lost', () => undefined);
+  }
+
+  private async registerUntilDone(): Promise<void> {
+    while (!this.stopped) {
+      try {
+        if (await this.register()) return;
+        this.log(`registration of ${this.workerId} refused; retrying`);
+      } catch (err) {
+        this.log(`cannot register ${this.workerId} yet (${(err as Error).message}); retrying`);
+      }
+      await new Promise((r) => setTimeout(r, RETRY_MS));
+    }
+  }
+
+  private async register(): Promise<boolean> {
+    const { host, port, role } = this.options;
+    const value = workerRecord(this.workerId, host, port, role);
+    if (this.etcd) {
+      const lease = this.etcd.lease(Math.max(1, Math.ceil(this.ttlS)), { autoKeepAlive: true });
+      lease.on('lost', () => {
+        if (this.stopped || this.lease !== lease) return;
+        this.log(`lease of ${this.key} lost; registering again`);
+        this.lease = undefined;
+        void this.registerUntilDone();
+      });
+      try {
+        await lease.put(this.key).value(value).exec();
+      } catch (err) {
+        lease.removeAllListeners();
+        lease.on('lost', () => undefined);
+        await lease.revoke().catch(() => undefined);
+        throw err;
+      }
+      this.lease = lease;
+    } else {
+      const res = await this.http('POST', 'set', { key: this.key, value, ttl: Math.ceil(this.ttlS), overwrite_if_exists: true });
+      if (res.status !== 200) return false;
+    }
+    this.log(`registered ${role} worker ${host}:${port} as ${this.key}`);
+    return true;
+  }
+
+  /** HTTP heartbeats; etcd's lease keeps itself alive. */
+  private scheduleHeartbeat(): void {
+    if (this.stopped || this.etcd || !(this.heartbeatS > 0 && this.heartbeatS < this.ttlS)) return;
+    this.timer = setTimeout(() => void this.heartbeat(), this.heartbeatS * 1000);
+  }
+
+  private async heartbeat(): Promise<void> {
+    if (this.stopped) return;
+    let ok = false;
+    try {
+      ok = (await this.http('GET', `expire?key=${encodeURIComponent(this.key)}&ttl=${Math.ceil(this.ttlS)}`)).status === 200;
+    } catch {
+      ok = false;
+    }
+    if (!ok && !this.stopped) {
+      this.log(`heartbeat of ${this.workerId} failed; registering again`);
+      await this.registerUntilDone();
+    }
+    this.scheduleHeartbeat();
+  }
+
+  private async http(method: string, path: string, body?: unknown): Promise<Response> {
+    const base = this.options.clusterUri.replace(/\/+$/, '');
+    const res = await fetch(`${base}/${path}`, {
+      method,
+      headers: body === undefined ? undefined : { 'content-type': 'application/json' },
+      body: body === undefined ? undefined : JSON.stringify(body),
+      signal: AbortSignal.timeout(HTTP_TIMEOUT_MS),
+    });
+    await res.arrayBuffer();
+    return res;
+  }
+}
