@@ -7,7 +7,7 @@ import { OpenAiError } from '../openai/openai-error';
 import { NoServerAvailableError, RouterManager, type RequestKind, type RouteResult, type Router, type RoutingRequest } from '../routing';
 import { ServerRegistry } from '../servers';
 import type { ClientChannel } from './client-channel';
-import { nextDisaggRequestId } from './disagg-request-id';
+import { defaultNodeId, nextDisaggRequestId } from './disagg-request-id';
 import { RequestEvents, type RequestDoneEvent, type RequestTimings } from './request-events';
 import { SseUsageRewriter } from './sse-usage-rewriter';
 import { ClientGoneError, classifyTransportError } from './upstream-failure';
@@ -44,6 +44,7 @@ interface Flow {
 @Injectable()
 export class DisaggService {
   private readonly logger = new Logger(DisaggService.name);
+  private readonly nodeId: number;
   private readonly onFinishError = (err: Error): void => {
     this.logger.error(`finishRequest failed: ${err.message}`);
   };
@@ -55,7 +56,9 @@ export class DisaggService {
     private readonly servers: ServerRegistry,
     private readonly events: RequestEvents,
     @Optional() private readonly admission?: AdmissionService,
-  ) {}
+  ) {
+    this.nodeId = config.node_id ?? defaultNodeId();
+  }
 
   /** Aggregated when the cluster has no context pool (see ServerRegistry.hasContextPool). */
   get aggregated(): boolean {
@@ -63,7 +66,7 @@ export class DisaggService {
   }
 
   async handle(kind: RequestKind, body: Record<string, unknown>, channel: ClientChannel): Promise<void> {
-    const disaggId = nextDisaggRequestId();
+    const disaggId = nextDisaggRequestId(this.nodeId);
     // Every field present from the start: one object shape per request, no spreads at the end.
     const timings: RequestTimings = { contextStart: undefined, contextEnd: undefined, generationStart: undefined, firstByte: undefined, end: 0 };
     const stream = body.stream === true;
