@@ -22,6 +22,8 @@ export class FakeWorker {
   private server?: Server;
   url = '';
   port = 0;
+  /** Body of the next POST /kv_cache_events answer (JSON text; bigints need serializeKvEvents). */
+  kvEvents: () => string = () => '[]';
 
   constructor(public handler: FakeHandler) {}
 
@@ -62,7 +64,10 @@ export class FakeWorker {
     });
     if (received.path === '/health') return void res.writeHead(200).end();
     if (received.path === '/server_info') return json(res, 200, {});
-    if (received.path === '/kv_cache_events') return json(res, 200, []);
+    if (received.path === '/kv_cache_events') {
+      const text = this.kvEvents();
+      return void res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) }).end(text);
+    }
     await this.handler(received, res, this);
   }
 }
