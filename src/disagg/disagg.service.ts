@@ -78,7 +78,7 @@ export class DisaggService {
       timings,
       done: {
         requestId: channel.requestId, kind, stream, status: 0, mode: 'disagg', retries: 0,
-        contextServer: undefined, generationServer: undefined, errorKind: undefined, timings, startedAt: 0,
+        contextServer: undefined, generationServer: undefined, errorKind: undefined, ctxRequestId: undefined, timings, startedAt: 0,
       },
       headers: { 'content-type': 'application/json', 'x-request-id': channel.requestId },
       streamHeaders: undefined,
@@ -129,6 +129,7 @@ export class DisaggService {
       return 200;
     }
     const genBody = buildGenerationBody(flow.kind, body, ctx.json, disaggId);
+    flow.done.ctxRequestId = (genBody.disaggregated_params as { ctx_request_id?: number }).ctx_request_id;
     return this.generate(flow, JSON.stringify(genBody), contextUsageOf(ctx.json), [ctx.server], reserved?.routed);
   }
 
