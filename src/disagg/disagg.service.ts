@@ -8,6 +8,7 @@ import { NoServerAvailableError, RouterManager, type RequestKind, type RouteResu
 import { ServerRegistry } from '../servers';
 import type { ClientChannel } from './client-channel';
 import { defaultNodeId, nextDisaggRequestId } from './disagg-request-id';
+import { channelWithOwnAbort, generationFirstBodies } from './generation-first';
 import { RequestEvents, type RequestDoneEvent, type RequestTimings } from './request-events';
 import { SseUsageRewriter } from './sse-usage-rewriter';
 import { ClientGoneError, classifyTransportError } from './upstream-failure';
@@ -109,6 +110,7 @@ export class DisaggService {
       flow.done.mode = 'aggregated';
       return this.generate(flow, () => JSON.stringify(withTokenIds(flow.kind, body, flow.routing.tokenIds)), undefined, []);
     }
+    if (this.config.schedule_style === 'generation_first') return this.generationFirst(flow, body, disaggId);
     // Checked here so the common path does not pay for an async call that returns nothing.
     const reserved = this.config.conditional_disagg_config ? await this.conditionalReservation(flow) : undefined;
     if (reserved?.skipContext) {
@@ -131,6 +133,39 @@ export class DisaggService {
     const genBody = buildGenerationBody(flow.kind, body, ctx.json, disaggId);
     flow.done.ctxRequestId = (genBody.disaggregated_params as { ctx_request_id?: number }).ctx_request_id;
     return this.generate(flow, JSON.stringify(genBody), contextUsageOf(ctx.json), [ctx.server], reserved?.routed);
+  }
+
+  /** schedule_style generation_first (see generation-first.ts): both calls go out at once. */
+  private async generationFirst(flow: Flow, body: Record<string, unknown>, disaggId: number): Promise<number> {
+    flow.done.mode = 'generation_first';
+    const ctxRouter = this.routers.router('context');
+    const ctxRoute = this.picked(flow, ctxRouter, 'context', await this.pick(flow, ctxRouter, 'context', []));
+    flow.done.contextServer = ctxRoute.server.url;
+    flow.done.ctxRequestId = disaggId;
+    const bodies = generationFirstBodies(withTokenIds(flow.kind, body, flow.routing.tokenIds), disaggId, conversationIdOf(body), ctxRoute.server.serverInfo);
+    const linked = channelWithOwnAbort(flow.channel);
+    const generation = this.generate({ ...flow, channel: linked.channel }, JSON.stringify(bodies.generation), undefined, [ctxRoute.server.url]);
+    generation.catch(() => undefined);
+    flow.timings.contextStart = performance.now() - flow.started;
+    const timeoutMs = (this.config.timeouts.context_first_byte_s ?? this.config.timeouts.request_s) * 1000;
+    let failure: Error | { status: number; text: string } | undefined;
+    try {
+      const { res } = await this.send(flow, 'context', JSON.stringify(bodies.context), [], timeoutMs, false, { router: ctxRouter, route: ctxRoute });
+      const text = await res.body.text();
+      flow.timings.contextEnd = performance.now() - flow.started;
+      this.finish(flow, ctxRouter, res.statusCode === 200);
+      if (res.statusCode !== 200) failure = { status: res.statusCode, text };
+    } catch (err) {
+      this.finish(flow, ctxRouter, false);
+      failure = err as Error;
+    }
+    if (failure === undefined) return generation;
+    // No KV cache will come: the waiting generation call is aborted, the context failure answered.
+    linked.abort.abort();
+    await generation.catch(() => undefined);
+    if (failure instanceof Error) throw failure;
+    if (!flow.channel.headersSent) flow.channel.sendJson(failure.status, failure.text);
+    return failure.status;
   }
 
   /**
