@@ -7,6 +7,7 @@ import { configFromCli } from '../../src/cli/cli-config';
 import { buildConfig, ConfigError, parseMetadataServerFile } from '../../src/config';
 import { RouterManager } from '../../src/routing';
 import { splitRouterArgs } from '../../src/routing/trtllm-router-args';
+import { LogCapture } from '../observability/log-capture';
 
 const gen = { urls: ['127.0.0.1:1'] };
 
@@ -83,13 +84,20 @@ describe('router blocks from a config file', () => {
     expect(splitRouterArgs('round_robin', new Set(), { max_num_tokens: 10 })).toEqual({ args: {}, unsupported: ['max_num_tokens'], unknown: [] });
   });
 
-  it('boots with router.type in any case, the pool limits in the args and unknown keys ignored', async () => {
+  it('boots with router.type in any case, the pool limits in the args and ignored keys warned about by name', async () => {
+    const logs = new LogCapture();
     const app = await createRouterApp(
-      buildConfig({ generation_servers: { ...gen, max_batch_size: 12, kv_cache_config: { tokens_per_block: 8 }, router: { type: 'KV_Cache_Aware', extra_knob: 1, load_cap: 3 } } }),
-      { logger: false },
+      buildConfig({
+        logging: { level: 'warn' },
+        generation_servers: { ...gen, max_batch_size: 12, kv_cache_config: { tokens_per_block: 8 }, router: { type: 'KV_Cache_Aware', extra_knob: 1, load_cap: 3 } },
+      }),
+      { logDestination: logs },
     );
     await app.init();
     try {
+      const warnings = logs.lines.map((l) => String(l.msg));
+      expect(warnings).toContain("generation_servers.router.extra_knob: not an argument of routing policy 'kv_cache_aware'; ignored");
+      expect(warnings).toContain("generation_servers.router.load_cap: TensorRT-LLM's 'kv_cache_aware' argument is not supported by this router; ignored");
       expect(app.get(RouterManager).router('generation').snapshot()).toMatchObject({ policy: 'kv_cache_aware', args: { max_batch_size: 12, tokens_per_block: 8 } });
       expect(app.get(RouterManager).router('generation').snapshot().args).not.toHaveProperty('extra_knob');
     } finally {
