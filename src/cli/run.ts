@@ -9,6 +9,12 @@ import { startEmbeddedCluster } from '../simulator/embedded-cluster';
 import { parseCli } from './cli-args';
 import { configFromCli } from './cli-config';
 
+/** TensorRT-LLM disaggregated-server keys this router reads but does not implement. */
+const TRTLLM_KEYS_IGNORED = [
+  'otlp_config', 'return_perf_metrics', 'perf_metrics_output_dir', 'allow_request_chat_template',
+  'gen_strip_message_history', 'gen_tokids_ctxbytes', 'num_workers', 'disagg_coordinator_url',
+];
+
 export interface RunningCli {
   app: NestFastifyApplication;
   config: RouterConfig;
@@ -31,6 +37,7 @@ export async function runCli(argv: readonly string[], env: NodeJS.ProcessEnv, op
   // Structured lines from the first one on; the app keeps this logger.
   const appLogger = await resolveAppLogger(config.logging);
   Logger.overrideLogger(appLogger);
+  for (const key of TRTLLM_KEYS_IGNORED.filter((k) => k in config)) logger.warn(`${key}: TensorRT-LLM's key is not supported by this router; ignored`);
   let stopCluster: (() => Promise<void>) | undefined;
   if (config.simulate) {
     const cluster = await startEmbeddedCluster(config.simulate);

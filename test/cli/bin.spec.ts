@@ -61,12 +61,13 @@ describe('disagg-router binary', () => {
 
   it('serves a cluster described the TensorRT-LLM way, started with trtllm-serve flags', async () => {
     const file = writeConfig('disagg_config.yaml', { ctx0: hostPort(ctx), gen0: hostPort(gen) });
-    const proc = start(['disaggregated', '-c', file, '-t', '60', '-r', '120', '-l', 'info']);
+    const proc = start(['disaggregated', '-c', file, '-t', '60', '-r', '120', '-l', 'info', '--metrics-log-interval', '1']);
     procs.push(proc);
     const url = await listeningUrl(proc);
     await waitFor(async () => (await fetch(`${url}/health`)).status === 200, 15_000, '/health 200');
     const res = await postJson(`${url}/v1/completions`, { model: 'm', prompt: [1, 2, 3], max_tokens: 2 });
     expect(res.status).toBe(200);
+    await waitFor(() => /context 1\/1 ready, 0 in flight; generation 1\/1 ready, 0 in flight/.test(proc.out()), 15_000, 'a metrics log line');
     proc.child.kill('SIGTERM');
     expect(await proc.exited).toBe(0);
   });
