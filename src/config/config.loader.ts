@@ -5,38 +5,31 @@ import type { z } from 'zod';
 import { ConfigError } from './config-error';
 import { RouterConfig, RouterConfigInput, routerConfigSchema } from './config.schema';
 import { SERVER_ROLES } from './server-role';
+import { applyTrtllmSemantics } from './trtllm-semantics';
+
+/** Changes on top of the file and the env (command-line flags), applied before validation. */
+export type ConfigOverrides = (raw: RouterConfigInput) => RouterConfigInput;
 
 export const DEFAULT_CONFIG_PATH = 'config/default.yaml';
 
-/** `--config PATH` (or `--config=PATH`, `-c PATH`) wins over DISAGG_CONFIG, then the default. */
-export function configPathFrom(argv: readonly string[], env: NodeJS.ProcessEnv): string {
-  for (let i = 0; i < argv.length; i++) {
-    const arg = argv[i];
-    if (arg === '--config' || arg === '-c') {
-      const next = argv[i + 1];
-      if (!next) throw new ConfigError(`${arg} needs a file path`);
-      return next;
-    }
-    if (arg.startsWith('--config=')) return arg.slice('--config='.length);
-  }
-  return env.DISAGG_CONFIG || DEFAULT_CONFIG_PATH;
+export function loadConfigFile(path: string, env: NodeJS.ProcessEnv = process.env, overrides?: ConfigOverrides): RouterConfig {
+  const file = resolve(path);
+  return buildConfig(readYamlFile(file, 'config file'), file, env, overrides);
 }
 
-export function loadConfigFile(path: string, env: NodeJS.ProcessEnv = process.env): RouterConfig {
-  const file = resolve(path);
+/** Reads and parses a YAML file; errors name the file. */
+export function readYamlFile(file: string, what: string): unknown {
   let text: string;
   try {
     text = readFileSync(file, 'utf8');
   } catch (err) {
-    throw new ConfigError(`cannot read config file ${file}: ${(err as Error).message}`);
+    throw new ConfigError(`cannot read ${what} ${file}: ${(err as Error).message}`);
   }
-  let raw: unknown;
   try {
-    raw = parseYaml(text) ?? {};
+    return parseYaml(text) ?? {};
   } catch (err) {
-    throw new ConfigError(`config file ${file} is not valid YAML: ${(err as Error).message}`);
+    throw new ConfigError(`${what} ${file} is not valid YAML: ${(err as Error).message}`);
   }
-  return buildConfig(raw, file, env);
 }
 
 /** Validates a config object (from YAML or from code), applies env overrides, checks consistency. */
@@ -44,11 +37,14 @@ export function buildConfig(
   raw: unknown,
   source = '<inline config>',
   env: NodeJS.ProcessEnv = {},
+  overrides?: ConfigOverrides,
 ): RouterConfig {
   if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) {
     throw new ConfigError(`config ${source}: the top level must be a mapping of keys`);
   }
-  const parsed = routerConfigSchema.safeParse(applyEnvOverrides(raw as RouterConfigInput, env));
+  const inherited = applyTrtllmSemantics(raw as Record<string, unknown>, source) as RouterConfigInput;
+  const withEnv = applyEnvOverrides(inherited, env);
+  const parsed = routerConfigSchema.safeParse(overrides ? overrides(withEnv) : withEnv);
   if (!parsed.success) throw new ConfigError(formatIssues(parsed.error.issues, source));
   checkConsistency(parsed.data, source);
   return parsed.data;
@@ -74,6 +70,11 @@ function formatIssues(issues: readonly z.core.$ZodIssue[], source: string): stri
 }
 
 function checkConsistency(config: RouterConfig, source: string): void {
+  if (config.perf_metrics_max_requests > 0 && config.perf_metrics.max_requests > 0) {
+    throw new ConfigError(
+      `invalid config ${source}:\n  perf_metrics_max_requests and perf_metrics.max_requests: give one (TensorRT-LLM's format or this router's)`,
+    );
+  }
   for (const role of SERVER_ROLES) {
     const key = `${role}_servers` as const;
     const pool = config[key];

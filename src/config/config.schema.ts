@@ -20,6 +20,7 @@ const serverPoolSchema = z.looseObject({
   urls: z.array(z.string().min(1)).optional(),
   router: routerBlockSchema.optional(),
   max_batch_size: positiveInt.optional(),
+  max_num_tokens: positiveInt.optional(),
   kv_cache_config: z.looseObject({ tokens_per_block: positiveInt.optional() }).optional(),
 });
 
@@ -172,6 +173,12 @@ export const routerConfigSchema = z.looseObject({
     .optional(),
   metadata_server_config: metadataServerSchema.optional(),
   disagg_cluster: disaggClusterSchema.optional(),
+  /** TensorRT-LLM's switch for GET /perf_metrics in its format (worker metrics joined in); 0 = off. */
+  perf_metrics_max_requests: z.number().int().nonnegative().default(0),
+  /** Goes into every disagg_request_id (bits 16-23), as TensorRT-LLM does; default from the host's MAC address. */
+  node_id: z.number().int().min(0).max(255).optional(),
+  /** context_first: context call, then generation call; generation_first: both sent together. */
+  schedule_style: z.enum(['context_first', 'generation_first']).default('context_first'),
   http_session: httpSessionSchema.default(() => httpSessionSchema.parse({})),
   timeouts: timeoutsSchema.default(() => timeoutsSchema.parse({})),
   limits: limitsSchema.default(() => limitsSchema.parse({})),

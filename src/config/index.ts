@@ -4,3 +4,4 @@ export * from './config.module';
 export * from './config.schema';
 export * from './config.tokens';
 export * from './server-role';
+export * from './trtllm-semantics';

@@ -7,7 +7,8 @@ import { OpenAiError } from '../openai/openai-error';
 import { NoServerAvailableError, RouterManager, type RequestKind, type RouteResult, type Router, type RoutingRequest } from '../routing';
 import { ServerRegistry } from '../servers';
 import type { ClientChannel } from './client-channel';
-import { nextDisaggRequestId } from './disagg-request-id';
+import { defaultNodeId, nextDisaggRequestId } from './disagg-request-id';
+import { channelWithOwnAbort, generationFirstBodies } from './generation-first';
 import { RequestEvents, type RequestDoneEvent, type RequestTimings } from './request-events';
 import { SameServerRetry } from './same-server-retry';
 import { SseUsageRewriter } from './sse-usage-rewriter';
@@ -45,6 +46,7 @@ interface Flow {
 @Injectable()
 export class DisaggService {
   private readonly logger = new Logger(DisaggService.name);
+  private readonly nodeId: number;
   private readonly onFinishError = (err: Error): void => {
     this.logger.error(`finishRequest failed: ${err.message}`);
   };
@@ -56,7 +58,9 @@ export class DisaggService {
     private readonly servers: ServerRegistry,
     private readonly events: RequestEvents,
     @Optional() private readonly admission?: AdmissionService,
-  ) {}
+  ) {
+    this.nodeId = config.node_id ?? defaultNodeId();
+  }
 
   /** Aggregated when the cluster has no context pool (see ServerRegistry.hasContextPool). */
   get aggregated(): boolean {
@@ -64,7 +68,7 @@ export class DisaggService {
   }
 
   async handle(kind: RequestKind, body: Record<string, unknown>, channel: ClientChannel, headers?: RoutingRequest['headers']): Promise<void> {
-    const disaggId = nextDisaggRequestId();
+    const disaggId = nextDisaggRequestId(this.nodeId);
     // Every field present from the start: one object shape per request, no spreads at the end.
     const timings: RequestTimings = { contextStart: undefined, contextEnd: undefined, generationStart: undefined, firstByte: undefined, end: 0 };
     const stream = body.stream === true;
@@ -76,7 +80,7 @@ export class DisaggService {
       timings,
       done: {
         requestId: channel.requestId, kind, stream, status: 0, mode: 'disagg', retries: 0,
-        contextServer: undefined, generationServer: undefined, errorKind: undefined, timings, startedAt: 0,
+        contextServer: undefined, generationServer: undefined, errorKind: undefined, ctxRequestId: undefined, timings, startedAt: 0,
       },
       headers: { 'content-type': 'application/json', 'x-request-id': channel.requestId },
       streamHeaders: undefined,
@@ -107,6 +111,7 @@ export class DisaggService {
       flow.done.mode = 'aggregated';
       return this.generate(flow, () => JSON.stringify(withTokenIds(flow.kind, body, flow.routing.tokenIds)), undefined, []);
     }
+    if (this.config.schedule_style === 'generation_first') return this.generationFirst(flow, body, disaggId);
     // Checked here so the common path does not pay for an async call that returns nothing.
     const reserved = this.config.conditional_disagg_config ? await this.conditionalReservation(flow) : undefined;
     if (reserved?.skipContext) {
@@ -127,7 +132,41 @@ export class DisaggService {
       return 200;
     }
     const genBody = buildGenerationBody(flow.kind, body, ctx.json, disaggId);
+    flow.done.ctxRequestId = (genBody.disaggregated_params as { ctx_request_id?: number }).ctx_request_id;
     return this.generate(flow, JSON.stringify(genBody), contextUsageOf(ctx.json), [ctx.server], reserved?.routed);
+  }
+
+  /** schedule_style generation_first (see generation-first.ts): both calls go out at once. */
+  private async generationFirst(flow: Flow, body: Record<string, unknown>, disaggId: number): Promise<number> {
+    flow.done.mode = 'generation_first';
+    const ctxRouter = this.routers.router('context');
+    const ctxRoute = this.picked(flow, ctxRouter, 'context', await this.pick(flow, ctxRouter, 'context', []));
+    flow.done.contextServer = ctxRoute.server.url;
+    flow.done.ctxRequestId = disaggId;
+    const bodies = generationFirstBodies(withTokenIds(flow.kind, body, flow.routing.tokenIds), disaggId, conversationIdOf(body), ctxRoute.server.serverInfo);
+    const linked = channelWithOwnAbort(flow.channel);
+    const generation = this.generate({ ...flow, channel: linked.channel }, JSON.stringify(bodies.generation), undefined, [ctxRoute.server.url]);
+    generation.catch(() => undefined);
+    flow.timings.contextStart = performance.now() - flow.started;
+    const timeoutMs = (this.config.timeouts.context_first_byte_s ?? this.config.timeouts.request_s) * 1000;
+    let failure: Error | { status: number; text: string } | undefined;
+    try {
+      const { res } = await this.send(flow, 'context', JSON.stringify(bodies.context), [], timeoutMs, false, { router: ctxRouter, route: ctxRoute });
+      const text = await res.body.text();
+      flow.timings.contextEnd = performance.now() - flow.started;
+      this.finish(flow, ctxRouter, res.statusCode === 200);
+      if (res.statusCode !== 200) failure = { status: res.statusCode, text };
+    } catch (err) {
+      this.finish(flow, ctxRouter, false);
+      failure = err as Error;
+    }
+    if (failure === undefined) return generation;
+    // No KV cache will come: the waiting generation call is aborted, the context failure answered.
+    linked.abort.abort();
+    await generation.catch(() => undefined);
+    if (failure instanceof Error) throw failure;
+    if (!flow.channel.headersSent) flow.channel.sendJson(failure.status, failure.text);
+    return failure.status;
   }
 
   /**

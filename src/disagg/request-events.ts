@@ -41,6 +41,8 @@ export interface RequestDoneEvent {
   contextServer?: string;
   generationServer?: string;
   errorKind?: string;
+  /** The context worker's ctx_request_id, which joins the workers' own /perf_metrics. */
+  ctxRequestId?: number;
   timings: RequestTimings;
   startedAt: number;
 }

@@ -7,27 +7,30 @@ import { PayloadLogHooks } from './logging/payload-log.hooks';
 import { MetricsController } from './metrics/metrics.controller';
 import { MetricsService } from './metrics/metrics.service';
 import { RequestMetricsListener } from './metrics/request-metrics.listener';
-import { PerfMetricsController } from './perf/perf-metrics.controller';
+import { PerfMetricsController, TrtllmPerfMetricsController } from './perf/perf-metrics.controller';
 import { PerfMetricsStore } from './perf/perf-metrics.store';
+import { TrtllmPerfMetrics } from './perf/trtllm-perf-metrics.service';
 
 /**
  * Metrics, request context (request ids in answers and log lines), payload logging when
  * asked for, and perf history. Global, so any module can inject MetricsService
  * to report what only it sees (admission, KV events, discovery). The endpoints exist only
- * when enabled: `metrics.enabled` (default on), `perf_metrics.max_requests` > 0.
+ * when enabled: `metrics.enabled` (default on), `perf_metrics.max_requests` > 0 (this router's format) or `perf_metrics_max_requests` > 0
+ * (TensorRT-LLM's).
  */
 @Module({})
 export class ObservabilityModule {
-  static forRoot(config: Pick<RouterConfig, 'metrics' | 'perf_metrics'>): DynamicModule {
+  static forRoot(config: Pick<RouterConfig, 'metrics' | 'perf_metrics' | 'perf_metrics_max_requests'>): DynamicModule {
     const controllers: Type[] = [];
     if (config.metrics.enabled) controllers.push(MetricsController);
     if (config.perf_metrics.max_requests > 0) controllers.push(PerfMetricsController);
+    else if (config.perf_metrics_max_requests > 0) controllers.push(TrtllmPerfMetricsController);
     return {
       module: ObservabilityModule,
       global: true,
       imports: [DisaggModule],
       controllers,
-      providers: [InFlightRequests, MetricsService, RequestMetricsListener, RequestContextHooks, PayloadLogHooks, PerfMetricsStore],
+      providers: [InFlightRequests, MetricsService, RequestMetricsListener, RequestContextHooks, PayloadLogHooks, PerfMetricsStore, TrtllmPerfMetrics],
       exports: [MetricsService, PerfMetricsStore],
     };
   }

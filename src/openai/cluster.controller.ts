@@ -3,6 +3,7 @@ import type { FastifyReply } from 'fastify';
 import { HttpSessionProvider } from '../http-session';
 import { ServerRegistry } from '../servers';
 import { ClusterStatus } from '../servers';
+import { packageVersion } from '../version';
 import { OpenAiError } from './openai-error';
 
 /** Router-level endpoints of trtllm-serve disaggregated: health, cluster info, models. */
@@ -23,6 +24,12 @@ export class ClusterController {
       .code(readiness.ready ? 200 : 503)
       .header('content-type', 'application/json')
       .send(JSON.stringify(readiness.ready ? { status: 'ok' } : { status: 'unavailable', reason: readiness.reason }));
+  }
+
+  /** As trtllm-serve answers it, with this router's version. */
+  @Get('version')
+  version(): { version: string } {
+    return { version: packageVersion() };
   }
 
   @Get('cluster_info')

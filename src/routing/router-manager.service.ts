@@ -26,7 +26,7 @@ export class RouterManager implements OnModuleInit, OnModuleDestroy {
   async onModuleInit(): Promise<void> {
     for (const role of SERVER_ROLES) {
       const spec = routerSpecFromConfig(this.config, role);
-      const router = await this.registry.create(role, spec);
+      const router = await this.registry.create(role, spec, undefined, true);
       router.onServersUpdated(this.servers.ready(role));
       this.routers.set(role, router);
       this.specs.set(role, spec);

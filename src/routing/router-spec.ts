@@ -14,6 +14,7 @@ export function routerSpecFromConfig(config: RouterConfig, role: ServerRole): Ro
   const { type = 'round_robin', ...args } = pool?.router ?? { type: 'round_robin' };
   const inherited: Record<string, unknown> = {};
   if (pool?.max_batch_size !== undefined) inherited.max_batch_size = pool.max_batch_size;
+  if (pool?.max_num_tokens !== undefined) inherited.max_num_tokens = pool.max_num_tokens;
   const tpb = pool?.kv_cache_config?.tokens_per_block;
   if (tpb !== undefined) inherited.tokens_per_block = tpb;
   return { type, args, inherited };

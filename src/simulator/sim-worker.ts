@@ -11,6 +11,7 @@ import { RequestScope } from './request-scope';
 import { applyControl, ControlResult } from './sim-control';
 import { ResolvedSimOptions, resolveSimOptions, SimRole, SimWorkerOptions } from './sim-options';
 import { SimKvCache } from './sim-kv-cache';
+import { SimPerfMetrics } from './sim-perf-metrics';
 import { Generation, TextGenerator } from './text-generator';
 
 export interface SimWorkerStats {
@@ -44,6 +45,9 @@ interface Plan {
   initialDelayMs: number;
   decodeSteps: number;
   consumeCtxId?: number;
+  /** For /perf_metrics: the request's ctx_request_id and arrival on the worker's clock. */
+  perfCtxId?: number;
+  arrivedAt: number;
 }
 
 const SSE_HEADERS = { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' };
@@ -61,6 +65,7 @@ export class SimWorker {
   private readonly sockets = new Set<Socket>();
   private readonly scopes = new Set<RequestScope>();
   private readonly faults = new FaultInjector();
+  private readonly perf = new SimPerfMetrics();
   private latencyOpts: LatencyOptions;
   private readonly slots: BatchSlots;
   private healthy = true;
@@ -249,6 +254,11 @@ export class SimWorker {
         return readBody(req, () =>
           this.simple('kv_cache_events', req, res, () => sendJson(res, 200, serializeKvEvents(this.kv.drainEvents()))),
         );
+      case '/perf_metrics':
+      case '/steady_clock_offset':
+        this.count('other');
+        this.perf.handle(path, method, req, res);
+        return;
       case '/sim/control':
         this.count('control');
         if (method !== 'POST') return this.methodNotAllowed(res);
@@ -412,9 +422,11 @@ export class SimWorker {
       gens,
       initialDelayMs: lat.overheadMs + prefillTokens * lat.prefillMsPerToken + (fault?.kind === 'slow' ? (fault.delayMs ?? 1000) : 0),
       decodeSteps: sr.type === 'context_only' ? 0 : Math.max(0, ...gens.map((g) => g.tokenIds.length - 1)),
+      arrivedAt: this.perf.now(),
     };
     if (sr.type === 'context_only') {
       const ctxRequestId = allocateCtxRequestId();
+      plan.perfCtxId = ctxRequestId;
       const g = gens[0];
       this.registry?.publish(ctxRequestId, {
         promptLength: sr.prompts[0].length,
@@ -435,7 +447,7 @@ export class SimWorker {
       plan.body = JSON.stringify(completionBody(sr.endpoint, meta, gens, usage, disagg, sr.prompts[0]));
       return plan;
     }
-    if (sr.type === 'generation_only') plan.consumeCtxId = sr.disagg!.ctx_request_id as number;
+    if (sr.type === 'generation_only') plan.consumeCtxId = plan.perfCtxId = sr.disagg!.ctx_request_id as number;
     if (sr.stream) plan.steps = streamSteps(sr.endpoint, meta, gens, sr.includeUsage ? usage : undefined);
     else plan.body = JSON.stringify(completionBody(sr.endpoint, meta, gens, usage));
     return plan;
@@ -501,6 +513,7 @@ export class SimWorker {
 
   private completed(plan: Plan): void {
     if (plan.consumeCtxId !== undefined) this.registry?.consume(plan.consumeCtxId);
+    if (plan.perfCtxId !== undefined) this.perf.record(plan.perfCtxId, plan.arrivedAt, plan.arrivedAt + plan.initialDelayMs / 1000);
   }
 
   private openScope(res: http.ServerResponse): RequestScope {

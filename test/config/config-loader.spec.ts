@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createRouterApp } from '../../src/app.factory';
-import { buildConfig, ConfigError, configPathFrom, DEFAULT_CONFIG_PATH, loadConfigFile } from '../../src/config';
+import { buildConfig, ConfigError, loadConfigFile } from '../../src/config';
 
 const dir = mkdtempSync(join(tmpdir(), 'disagg-config-'));
 function file(name: string, text: string): string {
@@ -74,15 +74,6 @@ conditional_disagg_config: {max_local_prefill_length: 512}
     expect(config.admin.token).toBe('a-long-enough-admin-token');
   });
 
-  it('finds the file from --config, then DISAGG_CONFIG, then the default', () => {
-    expect(configPathFrom(['--config', 'a.yaml'], { DISAGG_CONFIG: 'b.yaml' })).toBe('a.yaml');
-    expect(configPathFrom(['--config=c.yaml'], {})).toBe('c.yaml');
-    expect(configPathFrom(['-c', 'd.yaml'], {})).toBe('d.yaml');
-    expect(configPathFrom([], { DISAGG_CONFIG: 'b.yaml' })).toBe('b.yaml');
-    expect(configPathFrom([], {})).toBe(DEFAULT_CONFIG_PATH);
-    expect(() => configPathFrom(['--config'], {})).toThrow(/needs a file path/);
-  });
-
   it('the shipped default and example configs are valid', () => {
     expect(loadConfigFile('config/default.yaml', {}).simulate).toBeDefined();
     const example = loadConfigFile('config/example.yaml', {});
@@ -102,8 +93,8 @@ conditional_disagg_config: {max_local_prefill_length: 512}
     );
   });
 
-  it('bad policy arguments refuse to start, naming the key', async () => {
-    const config = buildConfig({ generation_servers: { urls: ['127.0.0.1:1'], router: { type: 'round_robin', speed: 3 } } });
-    await expect(createRouterApp(config, { logger: false }).then((app) => app.init())).rejects.toThrow(/round_robin.*speed/);
+  it('bad policy argument values refuse to start, naming the key', async () => {
+    const config = buildConfig({ generation_servers: { urls: ['127.0.0.1:1'], router: { type: 'load_balancing', use_tokens: 'yes' } } });
+    await expect(createRouterApp(config, { logger: false }).then((app) => app.init())).rejects.toThrow(/load_balancing.*use_tokens/);
   });
 });

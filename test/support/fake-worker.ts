@@ -24,6 +24,10 @@ export class FakeWorker {
   private server?: Server;
   url = '';
   port = 0;
+  /** Body of the next POST /kv_cache_events answer (JSON text; bigints need serializeKvEvents). */
+  kvEvents: () => string = () => '[]';
+  /** Body of GET /server_info. */
+  serverInfo: Record<string, unknown> = {};
 
   constructor(public handler: FakeHandler) {}
 
@@ -63,8 +67,11 @@ export class FakeWorker {
       if (!res.writableFinished) this.aborted++;
     });
     if (received.path === '/health') return void res.writeHead(200).end();
-    if (received.path === '/server_info') return json(res, this.serverInfoStatus, this.serverInfoStatus === 200 ? {} : { detail: 'Not Found' });
-    if (received.path === '/kv_cache_events') return json(res, 200, []);
+    if (received.path === '/server_info') return json(res, this.serverInfoStatus, this.serverInfoStatus === 200 ? this.serverInfo : { detail: 'Not Found' });
+    if (received.path === '/kv_cache_events') {
+      const text = this.kvEvents();
+      return void res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) }).end(text);
+    }
     await this.handler(received, res, this);
   }
 }

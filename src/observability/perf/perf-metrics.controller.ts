@@ -1,5 +1,6 @@
 import { Controller, Get } from '@nestjs/common';
 import { PerfMetricsStore, type PerfMetricsEntry } from './perf-metrics.store';
+import { TrtllmPerfMetrics, type TrtllmPerfEntry } from './trtllm-perf-metrics.service';
 
 /** GET /perf_metrics as trtllm-serve disaggregated serves it; mounted only when enabled. */
 @Controller()
@@ -9,5 +10,16 @@ export class PerfMetricsController {
   @Get('perf_metrics')
   perfMetrics(): PerfMetricsEntry[] {
     return this.store.take();
+  }
+}
+
+/** GET /perf_metrics in TensorRT-LLM's format (`perf_metrics_max_requests`). */
+@Controller()
+export class TrtllmPerfMetricsController {
+  constructor(private readonly perf: TrtllmPerfMetrics) {}
+
+  @Get('perf_metrics')
+  perfMetrics(): Promise<TrtllmPerfEntry[]> {
+    return this.perf.collect();
   }
 }

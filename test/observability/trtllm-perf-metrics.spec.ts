@@ -1,0 +1,74 @@
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { startSimCluster, type SimCluster } from '../../src/simulator';
+import { steadyNowSeconds } from '../../src/observability/perf/steady-clock';
+import { postJson, startRouter, waitFor, type RunningRouter } from '../support/router-app';
+
+interface Timing { arrival_time: number; first_token_time: number; last_token_time: number }
+interface WorkerEntry { ctx_request_id: number; perf_metrics: { timing_metrics: Timing } }
+interface Entry {
+  ctx_server: string;
+  gen_server: string;
+  disagg_server_arrival_time: number;
+  disagg_server_first_token_time: number | null;
+  ctx_perf_metrics: WorkerEntry | null;
+  gen_perf_metrics: WorkerEntry;
+}
+
+const SKEW_S = 1000;
+
+// perf_metrics_max_requests: TensorRT-LLM's /perf_metrics, end to end against simulated workers
+// that serve their own /perf_metrics and /steady_clock_offset.
+describe("GET /perf_metrics in TensorRT-LLM's format", () => {
+  let cluster: SimCluster;
+  let router: RunningRouter;
+
+  beforeAll(async () => {
+    cluster = await startSimCluster({ context: 1, generation: 1, latency: 'zero' });
+    // Workers whose steady clocks are far off: only the router's alignment brings them in line.
+    for (const url of [...cluster.contextUrls, ...cluster.generationUrls]) {
+      const res = await postJson(`${url}/steady_clock_offset`, { offset: SKEW_S });
+      expect(res.status).toBe(200);
+    }
+    router = await startRouter({
+      perf_metrics_max_requests: 10,
+      context_servers: { urls: cluster.contextUrls },
+      generation_servers: { urls: cluster.generationUrls },
+    });
+    // The router aligns each worker once it is ready; wait until both report the router's time.
+    const aligned = async (url: string): Promise<boolean> => {
+      const { receive_ts } = (await (await fetch(`${url}/steady_clock_offset`)).json()) as { receive_ts: number };
+      return Math.abs(receive_ts - steadyNowSeconds()) < SKEW_S / 2;
+    };
+    await waitFor(async () => (await aligned(cluster.contextUrls[0])) && (await aligned(cluster.generationUrls[0])), 10_000, 'clocks aligned');
+  });
+  afterAll(async () => {
+    await router?.close();
+    await cluster?.close();
+  });
+
+  it('joins the workers metrics by ctx_request_id, on clocks aligned with the router', async () => {
+    for (let i = 0; i < 3; i++) {
+      const res = await postJson(`${router.url}/v1/completions`, { model: 'sim-model', prompt: `hello ${i}`, max_tokens: 3, stream: i === 1 });
+      expect(res.status).toBe(200);
+    }
+    const res = await fetch(`${router.url}/perf_metrics`);
+    expect(res.status).toBe(200);
+    const entries = (await res.json()) as Entry[];
+    expect(entries).toHaveLength(3);
+    const ctxServer = cluster.contextUrls[0].replace('http://', '');
+    const genServer = cluster.generationUrls[0].replace('http://', '');
+    for (const e of entries) {
+      expect(Object.keys(e).sort()).toEqual(['ctx_perf_metrics', 'ctx_server', 'disagg_server_arrival_time', 'disagg_server_first_token_time', 'gen_perf_metrics', 'gen_server']);
+      expect(e).toMatchObject({ ctx_server: ctxServer, gen_server: genServer });
+      expect(e.ctx_perf_metrics!.ctx_request_id).toBe(e.gen_perf_metrics.ctx_request_id);
+      expect(e.disagg_server_first_token_time).toBeGreaterThanOrEqual(e.disagg_server_arrival_time);
+      // Aligned: the workers' times sit near the router's, not SKEW_S away.
+      for (const t of [e.ctx_perf_metrics!.perf_metrics.timing_metrics, e.gen_perf_metrics.perf_metrics.timing_metrics]) {
+        expect(Math.abs(t.arrival_time - e.disagg_server_arrival_time)).toBeLessThan(SKEW_S / 2);
+      }
+    }
+    expect(new Set(entries.map((e) => e.gen_perf_metrics.ctx_request_id)).size).toBe(3);
+    // Reading takes them.
+    expect(await (await fetch(`${router.url}/perf_metrics`)).json()).toEqual([]);
+  });
+});
