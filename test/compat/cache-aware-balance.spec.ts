@@ -46,8 +46,9 @@ describe('compat: disagg_config_cache_aware_balance.yaml', () => {
     (snapshot(role).servers.find((s) => s.url.endsWith(hostPort(worker)))?.kv_blocks_known ?? 0) >= 8;
 
   it('gives each pool its router with the pool-level max_batch_size and the default block size', () => {
-    expect(snapshot('context')).toMatchObject({ policy: 'kv_cache_aware', args: { max_batch_size: 16, tokens_per_block: TPB, use_tokens: false } });
-    expect(snapshot('generation')).toMatchObject({ policy: 'kv_cache_aware', args: { max_batch_size: 256, tokens_per_block: TPB } });
+    // No tokens_per_block anywhere in the file and none in the workers' /server_info: the default.
+    expect(snapshot('context')).toMatchObject({ policy: 'kv_cache_aware', args: { max_batch_size: 16, use_tokens: false }, tokens_per_block: TPB });
+    expect(snapshot('generation')).toMatchObject({ policy: 'kv_cache_aware', args: { max_batch_size: 256 }, tokens_per_block: TPB });
   });
 
   it('sends a prompt back to the servers whose KV events report its blocks, in both pools', async () => {
