@@ -1,6 +1,10 @@
 import { errors as undiciErrors } from 'undici';
 
-export type UpstreamFailureKind = 'connect' | 'timeout' | 'reset' | 'status_5xx' | 'bad_response' | 'aborted';
+/**
+ * `status_5xx`: a 5xx answer that is evidence against the server; `status_500`: a 500 answer
+ * no other server contradicted (the request itself may be what failed, so not counted).
+ */
+export type UpstreamFailureKind = 'connect' | 'timeout' | 'reset' | 'status_5xx' | 'status_500' | 'bad_response' | 'aborted';
 
 /** Classifies a transport error of an upstream call. */
 export function classifyTransportError(err: unknown): UpstreamFailureKind {
