@@ -36,7 +36,7 @@ export async function createRouterApp(config: RouterConfig, options: CreateRoute
     clientErrorHandler,
     frameworkErrors,
     // Server ids are derived from URLs: Kubernetes host names are long (the default is 100).
-    maxParamLength: 2_048,
+    routerOptions: { maxParamLength: 2_048 },
     keepAliveTimeout: 65_000,
     // By the time the server closes, the drain has let in-flight requests finish.
     forceCloseConnections: true,

@@ -55,7 +55,7 @@ export class AdminPortHost implements OnApplicationBootstrap, OnModuleDestroy {
     // No logger option: the admin app shares the main app's logger settings.
     const app = await NestFactory.create<NestFastifyApplication>(
       AdminAppModule.forInstances(this.config, this.admin),
-      new FastifyAdapter({ bodyLimit: ADMIN_BODY_LIMIT, maxParamLength: 2_048, clientErrorHandler, frameworkErrors }),
+      new FastifyAdapter({ bodyLimit: ADMIN_BODY_LIMIT, routerOptions: { maxParamLength: 2_048 }, clientErrorHandler, frameworkErrors }),
       { abortOnError: false },
     );
     this.app = app;

@@ -44,7 +44,10 @@ async function main(): Promise<void> {
       max_retries: 1,
       context_servers: { urls: cluster.contextUrls },
       generation_servers: { urls: cluster.generationUrls },
-      health: { interval_s: 0.5, timeout_s: 1 },
+      // The simulated workers share this process with the client lanes: a check must outlast
+      // its event-loop stalls on a loaded machine, or every server fails its checks at once
+      // and both pools empty (the 503 bursts of earlier runs; see the rotation report).
+      health: { interval_s: 0.5, timeout_s: 3 },
       limits: { max_in_flight: 64, queue_size: 64, queue_timeout_ms: 10_000 },
       logging: { level: 'error' },
     }),
