@@ -186,7 +186,7 @@ function healthErrorOf(err: unknown): string {
   const e = err as { code?: string; cause?: { code?: string } };
   const code = e?.code ?? e?.cause?.code;
   if (code === 'ECONNREFUSED') return 'connection refused';
-  if (code === 'ECONNABORTED' || code === 'ETIMEDOUT' || code === 'UND_ERR_CONNECT_TIMEOUT' || code === 'UND_ERR_HEADERS_TIMEOUT') return 'timed out';
+  if (code === 'ECONNABORTED' || code === 'ETIMEDOUT' || code === 'UND_ERR_CONNECT_TIMEOUT' || code === 'UND_ERR_HEADERS_TIMEOUT') return 'timeout';
   if (code === 'ENOTFOUND' || code === 'EAI_AGAIN') return 'host not found';
   if (code === 'EHOSTUNREACH' || code === 'ENETUNREACH') return 'host unreachable';
   if (code === 'ECONNRESET' || code === 'UND_ERR_SOCKET') return 'connection reset';
