@@ -14,7 +14,7 @@ import { AnswerTooLargeError, answerLimitFor, readAnswerText } from './answer-bo
 import { checkContextAnswer } from './context-answer';
 import { RequestDeadline } from './request-deadline';
 import { serializeRequest } from './serialize';
-import { ClientGoneError, classifyTransportError, type UpstreamFailureKind } from './upstream-failure';
+import { ClientGoneError, classifyTransportError, clientSafeCode, type UpstreamFailureKind } from './upstream-failure';
 import { workerErrorBody } from './worker-error';
 import { contextUsageOf, rewriteUsage, type ContextUsage } from './usage';
 
@@ -43,8 +43,9 @@ interface Flow {
   pending: Router[];
   /** timeouts.request_s for the whole request (and the first event of a stream). */
   deadline: RequestDeadline;
-  /** The server the request last went to, named when a deadline passes. */
-  upstream: { role: ServerRole; url: string } | undefined;
+  /** The server the request last went to (two fields: no object per call), named when a deadline passes. */
+  upstreamRole: ServerRole | undefined;
+  upstreamUrl: string | undefined;
 }
 
 /**
@@ -92,7 +93,8 @@ export class DisaggService {
       streamHeaders: undefined,
       pending: [],
       deadline: new RequestDeadline(channel.abort, this.config.timeouts.request_s * 1000),
-      upstream: undefined,
+      upstreamRole: undefined,
+      upstreamUrl: undefined,
     };
     let status = 200;
     try {
@@ -367,7 +369,8 @@ export class DisaggService {
         this.events.emit('retry', { role, requestId: flow.channel.requestId });
       }
       const server = route.server;
-      flow.upstream = { role, url: server.url };
+      flow.upstreamRole = role;
+      flow.upstreamUrl = server.url;
       let payload: string;
       try {
         // The router's own work: a failure here is never the server's.
@@ -501,19 +504,13 @@ interface ContextResult {
 
 /** The 504 of a request whose deadline passed (the abort it fired is not the client leaving). */
 function deadlineError(flow: Flow): OpenAiError {
-  const server = flow.upstream ? `${flow.upstream.role} server ${flow.upstream.url}` : 'the cluster';
+  const server = flow.upstreamUrl ? `${flow.upstreamRole} server ${flow.upstreamUrl}` : 'the cluster';
   flow.done.errorKind = 'timeout';
   return flow.deadline.expired === 'first_event'
     ? new OpenAiError(504, `${server} sent no event within timeouts.generation_first_byte_s`, { code: 'upstream_timeout' })
     : new OpenAiError(504, `the request did not complete within timeouts.request_s (${flow.deadline.requestMs / 1000} s), waiting on ${server}`, { code: 'upstream_timeout' });
 }
 
-/** An errno code (ECONNREFUSED, ...) says what happened; a free-form message may not be meant for clients. */
-function clientSafeCode(err: unknown, kind: UpstreamFailureKind): string {
-  const e = err as NodeJS.ErrnoException & { cause?: NodeJS.ErrnoException };
-  const code = e?.code ?? e?.cause?.code;
-  return typeof code === 'string' && /^E[A-Z]+$/.test(code) ? code : kind;
-}
 
 type RouteResultWithRouter = { router: Router; route: RouteResult };
 
