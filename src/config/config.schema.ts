@@ -46,7 +46,7 @@ const timeoutsSchema = z.strictObject({
   request_s: z.number().positive().default(180),
   /** Context phase: time to the context server's answer. */
   context_first_byte_s: z.number().positive().optional(),
-  /** Generation phase: time to the first byte of the generation answer (TTFT). */
+  /** Generation phase, streams: time to the first event (TTFT). A non-streamed answer has only request_s. */
   generation_first_byte_s: z.number().positive().optional(),
   /** Longest silence between two chunks of a streamed answer. */
   stream_idle_s: z.number().positive().optional(),
