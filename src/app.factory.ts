@@ -2,10 +2,11 @@ import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
 import type { LoggerService, LogLevel, ModuleMetadata } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
-import type { IncomingMessage } from 'node:http';
+import type { IncomingMessage, Server } from 'node:http';
 import { mountAdminDocsOnMainApp } from './admin/admin-docs';
 import { AppModule } from './app.module';
 import type { RouterConfig } from './config';
+import { clientErrorHandler, frameworkErrors } from './openai/framework-errors';
 import { resolveAppLogger } from './observability/logging/app-logger';
 import type { DestinationStream } from 'pino';
 
@@ -21,13 +22,21 @@ const REQUEST_ID_HEADER = 'x-request-id';
 
 /** Builds (but does not start listening) the router app on Fastify. */
 export async function createRouterApp(config: RouterConfig, options: CreateRouterAppOptions = {}): Promise<NestFastifyApplication> {
+  const clientBodyMs = config.timeouts.client_body_s * 1000;
+  // Node wants the head's deadline within the whole request's.
+  const clientHeadersMs = Math.min(config.timeouts.client_headers_s * 1000, clientBodyMs);
   const adapter = new FastifyAdapter({
     bodyLimit: config.limits.max_body_bytes,
     // genReqId reads x-request-id itself and checks it: Fastify would take the header unchecked.
     requestIdHeader: false,
     genReqId: (req: IncomingMessage) => requestIdOf(req),
-    // The workers keep connections open too; never cut a long generation on our side.
-    requestTimeout: 0,
+    // Node's request timeout ends when the request is received: answers may take longer.
+    requestTimeout: clientBodyMs,
+    http: { headersTimeout: clientHeadersMs, connectionsCheckingInterval: Math.max(100, Math.min(1_000, clientHeadersMs / 4)) } as never,
+    clientErrorHandler,
+    frameworkErrors,
+    // Server ids are derived from URLs: Kubernetes host names are long (the default is 100).
+    routerOptions: { maxParamLength: 2_048 },
     keepAliveTimeout: 65_000,
     // By the time the server closes, the drain has let in-flight requests finish.
     forceCloseConnections: true,
@@ -38,6 +47,7 @@ export async function createRouterApp(config: RouterConfig, options: CreateRoute
     { logger: await resolveAppLogger(config.logging, { logger: options.logger, destination: options.logDestination }), abortOnError: false },
   );
   await mountAdminDocsOnMainApp(app, config);
+  (app.getHttpServer() as Server).maxConnections = config.limits.max_connections;
   return app;
 }
 

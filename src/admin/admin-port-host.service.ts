@@ -1,6 +1,7 @@
 import { DynamicModule, Inject, Injectable, Logger, Module, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
 import { APP_FILTER, NestFactory } from '@nestjs/core';
 import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
+import { clientErrorHandler, frameworkErrors } from '../openai/framework-errors';
 import { ROUTER_CONFIG, type RouterConfig } from '../config';
 import { OpenAiExceptionFilter } from '../openai/openai-exception.filter';
 import { AdminApiModule } from './admin-api.module';
@@ -54,7 +55,7 @@ export class AdminPortHost implements OnApplicationBootstrap, OnModuleDestroy {
     // No logger option: the admin app shares the main app's logger settings.
     const app = await NestFactory.create<NestFastifyApplication>(
       AdminAppModule.forInstances(this.config, this.admin),
-      new FastifyAdapter({ bodyLimit: ADMIN_BODY_LIMIT }),
+      new FastifyAdapter({ bodyLimit: ADMIN_BODY_LIMIT, routerOptions: { maxParamLength: 2_048 }, clientErrorHandler, frameworkErrors }),
       { abortOnError: false },
     );
     this.app = app;

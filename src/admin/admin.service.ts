@@ -55,7 +55,8 @@ export class AdminService {
   async addServer(body: AddServerBody): Promise<ServerState> {
     const hostname = new URL(body.url).hostname;
     if (!hostAllowed(hostname, this.config.admin.allowed_hosts)) {
-      throw new OpenAiError(403, `host '${hostname}' is not in admin.allowed_hosts`, { param: 'url', code: 'host_not_allowed' });
+      const why = this.config.admin.allowed_hosts ? 'is not in admin.allowed_hosts' : 'is link-local (a metadata address): list it in admin.allowed_hosts to allow it';
+      throw new OpenAiError(403, `host '${hostname}' ${why}`, { param: 'url', code: 'host_not_allowed' });
     }
     const existing = this.registry.findByUrl(body.role, body.url);
     if (existing) {

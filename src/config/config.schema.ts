@@ -61,18 +61,26 @@ const httpSessionSchema = z.strictObject({
 });
 
 const timeoutsSchema = z.strictObject({
-  /** Whole upstream call without a response (seconds); TensorRT-LLM's default is 180 s. */
+  /** Deadline of a whole client request, streams included (seconds); TensorRT-LLM's default is 180 s. */
   request_s: z.number().positive().default(180),
   /** Context phase: time to the context server's answer. */
   context_first_byte_s: z.number().positive().optional(),
-  /** Generation phase: time to the first byte of the generation answer (TTFT). */
+  /** Generation phase, streams: time to the first event (TTFT). A non-streamed answer has only request_s. */
   generation_first_byte_s: z.number().positive().optional(),
   /** Longest silence between two chunks of a streamed answer. */
   stream_idle_s: z.number().positive().optional(),
+  /** A client must send its request head within this (408 otherwise). */
+  client_headers_s: z.number().positive().default(10),
+  /** ... and its whole request, body included, within this. */
+  client_body_s: z.number().positive().default(60),
 });
 
 const limitsSchema = z.strictObject({
   max_body_bytes: positiveInt.default(32 * 1024 * 1024),
+  /** Largest non-streamed worker answer read (bytes); unset: sized from the request, at most 64 MiB. */
+  max_answer_bytes: positiveInt.optional(),
+  /** Open client connections; more are refused. */
+  max_connections: positiveInt.default(10_000),
   /** In-flight client requests over both pools; 0 = unlimited. */
   max_in_flight: z.number().int().nonnegative().default(0),
   /** Requests that may wait for a slot once max_in_flight is reached. */

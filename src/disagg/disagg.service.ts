@@ -9,10 +9,15 @@ import { ServerRegistry } from '../servers';
 import type { ClientChannel } from './client-channel';
 import { defaultNodeId, nextDisaggRequestId } from './disagg-request-id';
 import { channelWithOwnAbort, generationFirstBodies } from './generation-first';
-import { RequestEvents, type RequestDoneEvent, type RequestTimings } from './request-events';
+import { RequestEvents, type RequestDoneEvent, type RequestTimings, type UpstreamFailureEvent } from './request-events';
 import { SameServerRetry } from './same-server-retry';
 import { SseUsageRewriter } from './sse-usage-rewriter';
-import { ClientGoneError, classifyTransportError } from './upstream-failure';
+import { AnswerTooLargeError, answerLimitFor, readAnswerText } from './answer-body';
+import { checkContextAnswer } from './context-answer';
+import { RequestDeadline } from './request-deadline';
+import { serializeRequest } from './serialize';
+import { ClientGoneError, classifyTransportError, clientSafeCode, type UpstreamFailureKind } from './upstream-failure';
+import { workerErrorBody } from './worker-error';
 import { contextUsageOf, rewriteUsage, type ContextUsage } from './usage';
 
 const PATHS: Record<RequestKind, string> = { completion: '/v1/completions', chat: '/v1/chat/completions' };
@@ -21,6 +26,8 @@ interface Routed {
   router: Router;
   route: RouteResult;
   res: Dispatcher.ResponseData;
+  /** Largest answer body accepted (limits.max_answer_bytes or sized from the request). */
+  limit: number;
 }
 
 interface Flow {
@@ -36,6 +43,11 @@ interface Flow {
   streamHeaders: Record<string, string> | undefined;
   /** Routers that reserved a server for this request, finished exactly once each. */
   pending: Router[];
+  /** timeouts.request_s for the whole request (and the first event of a stream). */
+  deadline: RequestDeadline;
+  /** The server the request last went to (two fields: no object per call), named when a deadline passes. */
+  upstreamRole: ServerRole | undefined;
+  upstreamUrl: string | undefined;
 }
 
 /**
@@ -85,6 +97,9 @@ export class DisaggService {
       headers: { 'content-type': 'application/json', 'x-request-id': channel.requestId },
       streamHeaders: undefined,
       pending: [],
+      deadline: new RequestDeadline(channel.abort, this.config.timeouts.request_s * 1000),
+      upstreamRole: undefined,
+      upstreamUrl: undefined,
     };
     let status = 200;
     try {
@@ -92,11 +107,14 @@ export class DisaggService {
     } catch (caught) {
       const err = caught instanceof NoServerAvailableError
         ? new OpenAiError(503, caught.message, { code: 'no_server_available', headers: { 'retry-after': '1' } })
-        : caught;
+        : caught instanceof ClientGoneError && flow.deadline.expired
+          ? deadlineError(flow)
+          : caught;
       status = err instanceof OpenAiError ? err.getStatus() : err instanceof ClientGoneError ? 499 : 500;
       if (err instanceof OpenAiError) flow.done.errorKind ??= err.body.error.code ?? err.body.error.type;
       throw err;
     } finally {
+      flow.deadline.clear();
       this.finishAll(flow, status < 400);
       const end = performance.now() - flow.started;
       timings.end = end;
@@ -109,22 +127,22 @@ export class DisaggService {
   private async run(flow: Flow, body: Record<string, unknown>, disaggId: number): Promise<number> {
     if (this.aggregated) {
       flow.done.mode = 'aggregated';
-      return this.generate(flow, () => JSON.stringify(withTokenIds(flow.kind, body, flow.routing.tokenIds)), undefined, []);
+      return this.generate(flow, () => serializeRequest(withTokenIds(flow.kind, body, flow.routing.tokenIds)), undefined, []);
     }
     if (this.config.schedule_style === 'generation_first') return this.generationFirst(flow, body, disaggId);
     // Checked here so the common path does not pay for an async call that returns nothing.
     const reserved = this.config.conditional_disagg_config ? await this.conditionalReservation(flow) : undefined;
     if (reserved?.skipContext) {
       flow.done.mode = 'local_prefill';
-      return this.generate(flow, JSON.stringify(withTokenIds(flow.kind, stripContextOnly(body), flow.routing.tokenIds)), undefined, [], reserved.routed);
+      return this.generate(flow, serializeRequest(withTokenIds(flow.kind, stripContextOnly(body), flow.routing.tokenIds)), undefined, [], reserved.routed);
     }
     const ctx = await this.contextPhase(flow, body, disaggId, reserved?.routed);
     if (ctx.status !== 200) {
       flow.channel.sendJson(ctx.status, ctx.text);
       return ctx.status;
     }
-    const choice = (ctx.json.choices as Record<string, unknown>[])[0];
-    if (completedByContext(choice)) {
+    const choice = ctx.choice;
+    if (ctx.finished) {
       flow.done.mode = 'context_only_finish';
       if (reserved) this.finish(flow, reserved.routed.router, true);
       delete choice.disaggregated_params;
@@ -133,7 +151,7 @@ export class DisaggService {
     }
     const genBody = buildGenerationBody(flow.kind, body, ctx.json, disaggId);
     flow.done.ctxRequestId = (genBody.disaggregated_params as { ctx_request_id?: number }).ctx_request_id;
-    return this.generate(flow, JSON.stringify(genBody), contextUsageOf(ctx.json), [ctx.server], reserved?.routed);
+    return this.generate(flow, serializeRequest(genBody), contextUsageOf(ctx.json), [ctx.server], reserved?.routed);
   }
 
   /** schedule_style generation_first (see generation-first.ts): both calls go out at once. */
@@ -144,15 +162,26 @@ export class DisaggService {
     flow.done.contextServer = ctxRoute.server.url;
     flow.done.ctxRequestId = disaggId;
     const bodies = generationFirstBodies(withTokenIds(flow.kind, body, flow.routing.tokenIds), disaggId, conversationIdOf(body), ctxRoute.server.serverInfo);
+    let genText: string, ctxText: string;
+    try {
+      genText = serializeRequest(bodies.generation);
+      ctxText = serializeRequest(bodies.context);
+    } catch (err) {
+      this.finish(flow, ctxRouter, false);
+      throw err;
+    }
     const linked = channelWithOwnAbort(flow.channel);
-    const generation = this.generate({ ...flow, channel: linked.channel }, JSON.stringify(bodies.generation), undefined, [ctxRoute.server.url]);
+    const generation = this.generate({ ...flow, channel: linked.channel }, genText, undefined, [ctxRoute.server.url]);
     generation.catch(() => undefined);
     flow.timings.contextStart = performance.now() - flow.started;
     const timeoutMs = (this.config.timeouts.context_first_byte_s ?? this.config.timeouts.request_s) * 1000;
     let failure: Error | { status: number; text: string } | undefined;
     try {
-      const { res } = await this.send(flow, 'context', JSON.stringify(bodies.context), [], timeoutMs, false, { router: ctxRouter, route: ctxRoute });
-      const text = await res.body.text();
+      const { res, limit } = await this.send(flow, 'context', ctxText, [], timeoutMs, false, { router: ctxRouter, route: ctxRoute });
+      const text = await readAnswerText(res, limit).catch((err: unknown) => {
+        if (!(err instanceof AnswerTooLargeError)) throw err;
+        throw new OpenAiError(502, `context server ${ctxRoute.server.url} sent an answer larger than the limit of ${limit} bytes`, { code: 'answer_too_large' });
+      });
       flow.timings.contextEnd = performance.now() - flow.started;
       this.finish(flow, ctxRouter, res.statusCode === 200);
       if (res.statusCode !== 200) failure = { status: res.statusCode, text };
@@ -189,10 +218,10 @@ export class DisaggService {
     body: Record<string, unknown>,
     disaggId: number,
     reservedGen: RouteResultWithRouter | undefined,
-  ): Promise<{ status: number; text: string; json: Record<string, unknown>; server: string }> {
+  ): Promise<ContextResult> {
     const conversationId = conversationIdOf(body);
     // Built once the context router picked: a KV-aware router may have tokenized the prompt.
-    const ctxBody = (): string => JSON.stringify({
+    const ctxBody = (): string => serializeRequest({
       ...withTokenIds(flow.kind, body, flow.routing.tokenIds),
       stream: false,
       stream_options: null,
@@ -205,35 +234,39 @@ export class DisaggService {
     flow.timings.contextStart = performance.now() - flow.started;
     const exclude = reservedGen ? [reservedGen.route.server.url] : [];
     const timeoutMs = (this.config.timeouts.context_first_byte_s ?? this.config.timeouts.request_s) * 1000;
-    const { router, route, res } = await this.send(flow, 'context', ctxBody, exclude, timeoutMs, false);
+    const { router, route, res, limit } = await this.send(flow, 'context', ctxBody, exclude, timeoutMs, false);
     const server = route.server;
     flow.done.contextServer = server.url;
-    let text: string;
-    try {
-      text = await res.body.text();
-    } catch (err) {
-      this.finish(flow, router, false);
-      throw this.transportError(flow, 'context', server.url, err);
-    }
+    const text = await this.readAnswer(flow, router, route, res, limit, 'context');
     flow.timings.contextEnd = performance.now() - flow.started;
     if (res.statusCode !== 200) {
-      this.finish(flow, router, res.statusCode < 500);
-      return { status: res.statusCode, text, json: {}, server: server.url };
+      this.finish(flow, router, true);
+      return { status: res.statusCode, text: workerErrorBody('context', res.statusCode, text), json: {}, choice: {}, finished: false, server: server.url };
     }
     const json = parseJsonObject(text);
-    const choice = Array.isArray(json?.choices) ? (json!.choices[0] as Record<string, unknown> | undefined) : undefined;
-    if (!json || !choice) {
+    if (!json) {
       this.finish(flow, router, false);
-      this.badResponse(flow, 'context', route, 'an answer that is not an OpenAI completion');
+      this.badResponse(flow, 'context', route, 'an answer that is not a JSON object');
     }
-    const finished = completedByContext(choice!);
-    if (!finished && (typeof choice!.disaggregated_params !== 'object' || choice!.disaggregated_params === null)) {
+    const checked = checkContextAnswer(json!);
+    if (!checked.ok) {
       this.finish(flow, router, false);
-      this.badResponse(flow, 'context', route, 'a context answer without disaggregated_params');
+      this.badResponse(flow, 'context', route, checked.problem);
     }
     // The context server's work is done: release its load (and let a KV-aware router poll).
     this.finish(flow, router, true);
-    return { status: 200, text, json: json!, server: server.url };
+    return { status: 200, text, json: json!, choice: checked.choice, finished: checked.finished, server: server.url };
+  }
+
+  /** A non-streamed answer whole, within its size limit; transport failures become 502/504. */
+  private async readAnswer(flow: Flow, router: Router, route: RouteResult, res: Dispatcher.ResponseData, limit: number, role: ServerRole): Promise<string> {
+    try {
+      return await readAnswerText(res, limit);
+    } catch (err) {
+      this.finish(flow, router, false);
+      if (err instanceof AnswerTooLargeError) this.badResponse(flow, role, route, `an answer larger than the limit of ${limit} bytes`, 'answer_too_large');
+      throw this.transportError(flow, role, route, err);
+    }
   }
 
   /** The generation phase (or the whole request in aggregated mode); streams to the client. */
@@ -246,22 +279,19 @@ export class DisaggService {
   ): Promise<number> {
     flow.timings.generationStart = performance.now() - flow.started;
     const stream = flow.done.stream;
-    const timeoutMs = (this.config.timeouts.generation_first_byte_s ?? this.config.timeouts.request_s) * 1000;
-    const { router, route, res } = await this.send(flow, 'generation', genBody, exclude, timeoutMs, stream, reserved);
+    // A non-streamed answer's head comes with its end: only the whole-call deadline bounds it.
+    const firstByteS = stream ? this.config.timeouts.generation_first_byte_s : undefined;
+    const timeoutMs = (firstByteS ?? this.config.timeouts.request_s) * 1000;
+    if (firstByteS !== undefined) flow.deadline.armFirstEvent(timeoutMs);
+    const { router, route, res, limit } = await this.send(flow, 'generation', genBody, exclude, timeoutMs, stream, reserved);
     flow.done.generationServer = route.server.url;
     flow.timings.firstByte = performance.now() - flow.started;
     const contentType = String(res.headers['content-type'] ?? '');
     if (res.statusCode !== 200 || !stream) {
-      let text: string;
-      try {
-        text = await res.body.text();
-      } catch (err) {
-        this.finish(flow, router, false);
-        throw this.transportError(flow, 'generation', route.server.url, err);
-      }
+      let text = await this.readAnswer(flow, router, route, res, limit, 'generation');
       if (res.statusCode !== 200) {
-        this.finish(flow, router, res.statusCode < 500);
-        flow.channel.sendJson(res.statusCode, text);
+        this.finish(flow, router, true);
+        flow.channel.sendJson(res.statusCode, workerErrorBody('generation', res.statusCode, text));
         return res.statusCode;
       }
       const json = parseJsonObject(text);
@@ -298,6 +328,7 @@ export class DisaggService {
       for await (const chunk of res.body) {
         const out = rewriter.push(chunk as Buffer);
         if (out.length) {
+          if (flow.deadline.waitingForFirstEvent) flow.deadline.firstEvent();
           const drained = channel.write(out);
           if (drained) await drained;
         }
@@ -313,7 +344,7 @@ export class DisaggService {
       await this.streamError(flow, kind === 'timeout' ? 504 : 502,
         kind === 'timeout'
           ? `generation server ${route.server.url} went silent mid-stream`
-          : `generation server ${route.server.url} broke the stream: ${(err as Error).message}`);
+          : `generation server ${route.server.url} broke the stream (${kind})`);
       return kind === 'timeout' ? 504 : 502;
     }
     if (!rewriter.sawDone) {
@@ -353,7 +384,8 @@ export class DisaggService {
    * Picks a server and sends, retrying connection failures and 5xx answers on another server
    * (the failed ones excluded) up to max_retries, or on the same one after a backoff when no
    * other is left. Nothing has reached the client yet, so a retry is always safe here. 4xx
-   * answers are returned as they are.
+   * answers are returned as they are. A 500 counts against its server only once another
+   * server answered the same request (see reportFailures).
    */
   private async send(
     flow: Flow,
@@ -368,6 +400,7 @@ export class DisaggService {
     const failures: string[] = [];
     let lastFailed: string | undefined;
     let sameServer: SameServerRetry | undefined;
+    let unproven: UpstreamFailureEvent[] | undefined;
     const attempts = this.config.max_retries + 1;
     const headers = stream ? (flow.streamHeaders ??= { ...flow.headers, accept: 'text/event-stream' }) : flow.headers;
     for (let attempt = 0; attempt < attempts; attempt++) {
@@ -400,40 +433,75 @@ export class DisaggService {
         this.events.emit('retry', { role, requestId: flow.channel.requestId });
       }
       const server = route.server;
+      flow.upstreamRole = role;
+      flow.upstreamUrl = server.url;
+      let payload: string;
+      try {
+        // The router's own work: a failure here is never the server's.
+        payload = typeof body === 'string' ? body : (body = body());
+      } catch (err) {
+        this.finish(flow, router, true);
+        throw err;
+      }
       try {
         const res = await this.session.request({
           origin: server.origin,
           path: PATHS[flow.kind],
           method: 'POST',
           headers,
-          body: typeof body === 'string' ? body : body(),
+          body: payload,
           signal: flow.channel.abort,
           headersTimeoutMs: timeoutMs,
           // A stalled stream must never hang forever: without stream_idle_s, request_s bounds the silence.
           bodyTimeoutMs: stream ? (this.config.timeouts.stream_idle_s ?? this.config.timeouts.request_s) * 1000 : timeoutMs,
         });
-        if (res.statusCode < 500) return { router, route, res };
-        const detail = (await res.body.text().catch(() => '')).slice(0, 200);
+        const status = res.statusCode;
+        if (status === 200 || (status >= 400 && status < 500)) {
+          if (unproven) this.reportFailures(unproven, status === 200 ? 'status_5xx' : 'status_500');
+          return { router, route, res, limit: answerLimitFor(this.config.limits.max_answer_bytes, payload.length, flow.routing.body) };
+        }
+        res.body.dump().catch(() => undefined);
         this.finish(flow, router, false);
-        this.events.emit('upstreamFailure', { requestId: flow.channel.requestId, role, server, kind: 'status_5xx', detail });
-        failures.push(`${server.url} answered ${res.statusCode}`);
+        if (status < 500) {
+          // A redirect or another 1xx-3xx answer: the router follows none, and relays no empty answer.
+          this.badResponse(flow, role, route, `an unexpected HTTP ${status} answer`);
+        }
+        const event: UpstreamFailureEvent = { requestId: flow.channel.requestId, role, server, kind: 'status_5xx', detail: `HTTP ${status}` };
+        if (status === 500) (unproven ??= []).push(event);
+        else this.events.emit('upstreamFailure', event);
+        failures.push(`${server.url} answered ${status}`);
       } catch (err) {
+        if (err instanceof OpenAiError) throw err;
         this.finish(flow, router, false);
         if (err instanceof HttpSessionClosedError) throw new OpenAiError(503, 'the router is shutting down', { code: 'shutting_down' });
         if (flow.channel.abort.aborted) throw new ClientGoneError();
         const kind = classifyTransportError(err);
         this.events.emit('upstreamFailure', { requestId: flow.channel.requestId, role, server, kind, detail: (err as Error).message });
         if (kind === 'timeout') {
+          if (unproven) this.reportFailures(unproven, 'status_500');
           flow.done.errorKind = 'timeout';
           throw new OpenAiError(504, `${role} server ${server.url} did not answer within ${timeoutMs / 1000} s`, { code: 'upstream_timeout' });
         }
-        failures.push(`${server.url}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+        failures.push(`${server.url}: ${clientSafeCode(err, kind)}`);
       }
       excluded.push(server.url);
       lastFailed = server.url;
     }
+    if (unproven) this.reportFailures(unproven, 'status_500');
     flow.done.errorKind = 'upstream_failed';
     throw new OpenAiError(502, `${role} server failed after ${failures.length} attempt(s): ${failures.join('; ')}`, { code: 'upstream_error' });
+  }
+
+  /**
+   * 500 answers held back by send(): `status_5xx` (counted against the server) once another
+   * server answered the same request, `status_500` (not counted: the request itself may be
+   * what failed) when none did.
+   */
+  private reportFailures(events: UpstreamFailureEvent[], kind: UpstreamFailureKind): void {
+    for (const e of events) {
+      e.kind = kind;
+      this.events.emit('upstreamFailure', e);
+    }
   }
 
   /** The router's pick; its promise as it is when no per-pool limit applies (one await less). */
@@ -473,27 +541,43 @@ export class DisaggService {
     for (const router of [...flow.pending]) this.finish(flow, router, success);
   }
 
-  private badResponse(flow: Flow, role: ServerRole, route: RouteResult, what: string): never {
+  private badResponse(flow: Flow, role: ServerRole, route: RouteResult, what: string, code = 'bad_upstream_response'): never {
     this.events.emit('upstreamFailure', { requestId: flow.channel.requestId, role, server: route.server, kind: 'bad_response', detail: what });
     flow.done.errorKind = 'bad_response';
-    throw new OpenAiError(502, `${role} server ${route.server.url} sent ${what}`, { code: 'bad_upstream_response' });
+    throw new OpenAiError(502, `${role} server ${route.server.url} sent ${what}`, { code });
   }
 
-  private transportError(flow: Flow, role: ServerRole, url: string, err: unknown): Error {
+  private transportError(flow: Flow, role: ServerRole, route: RouteResult, err: unknown): Error {
     if (flow.channel.abort.aborted) return new ClientGoneError();
     const kind = classifyTransportError(err);
     flow.done.errorKind = kind;
+    this.events.emit('upstreamFailure', { requestId: flow.channel.requestId, role, server: route.server, kind, detail: (err as Error).message });
+    const url = route.server.url;
     if (kind === 'timeout') return new OpenAiError(504, `${role} server ${url} timed out`, { code: 'upstream_timeout' });
-    return new OpenAiError(502, `${role} server ${url} failed mid-answer: ${(err as Error).message}`, { code: 'upstream_error' });
+    return new OpenAiError(502, `${role} server ${url} failed mid-answer (${kind})`, { code: 'upstream_error' });
   }
 }
 
-type RouteResultWithRouter = { router: Router; route: RouteResult };
-
-/** PROTOCOL.md section 3 step 2: any finish reason but these means nothing is left to generate. */
-function completedByContext(choice: Record<string, unknown>): boolean {
-  return choice.finish_reason !== 'length' && choice.finish_reason !== 'not_finished';
+interface ContextResult {
+  status: number;
+  text: string;
+  json: Record<string, unknown>;
+  choice: Record<string, unknown>;
+  finished: boolean;
+  server: string;
 }
+
+/** The 504 of a request whose deadline passed (the abort it fired is not the client leaving). */
+function deadlineError(flow: Flow): OpenAiError {
+  const server = flow.upstreamUrl ? `${flow.upstreamRole} server ${flow.upstreamUrl}` : 'the cluster';
+  flow.done.errorKind = 'timeout';
+  return flow.deadline.expired === 'first_event'
+    ? new OpenAiError(504, `${server} sent no event within timeouts.generation_first_byte_s`, { code: 'upstream_timeout' })
+    : new OpenAiError(504, `the request did not complete within timeouts.request_s (${flow.deadline.requestMs / 1000} s), waiting on ${server}`, { code: 'upstream_timeout' });
+}
+
+
+type RouteResultWithRouter = { router: Router; route: RouteResult };
 
 function conversationIdOf(body: Record<string, unknown>): unknown {
   return (body.disaggregated_params as Record<string, unknown> | undefined)?.conversation_id;

@@ -1,6 +1,17 @@
 import { errors as undiciErrors } from 'undici';
 
-export type UpstreamFailureKind = 'connect' | 'timeout' | 'reset' | 'status_5xx' | 'bad_response' | 'aborted';
+/**
+ * `status_5xx`: a 5xx answer that is evidence against the server; `status_500`: a 500 answer
+ * no other server contradicted (the request itself may be what failed, so not counted).
+ */
+export type UpstreamFailureKind = 'connect' | 'timeout' | 'reset' | 'status_5xx' | 'status_500' | 'bad_response' | 'aborted';
+
+/** An errno code (ECONNREFUSED, ...) says what happened; a free-form message may not be meant for clients. */
+export function clientSafeCode(err: unknown, kind: UpstreamFailureKind): string {
+  const e = err as NodeJS.ErrnoException & { cause?: NodeJS.ErrnoException };
+  const code = e?.code ?? e?.cause?.code;
+  return typeof code === 'string' && /^E[A-Z]+$/.test(code) ? code : kind;
+}
 
 /** Classifies a transport error of an upstream call. */
 export function classifyTransportError(err: unknown): UpstreamFailureKind {

@@ -1,5 +1,5 @@
 import { HttpException, Logger } from '@nestjs/common';
-import type { ServerResponse } from 'node:http';
+import { STATUS_CODES, type ServerResponse } from 'node:http';
 import { OpenAiError } from './openai-error';
 
 interface FastifyLikeError {
@@ -22,13 +22,18 @@ export function toOpenAiError(err: unknown): OpenAiError {
     return new OpenAiError(413, 'request body too large', { code: 'request_too_large' });
   }
   if (e?.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE' || e?.statusCode === 415) {
-    return new OpenAiError(400, 'the request body must be JSON (content-type: application/json)', { code: 'invalid_content_type' });
+    return new OpenAiError(415, 'the request body must be JSON (content-type: application/json)', { code: 'unsupported_media_type' });
   }
-  if (e?.code?.startsWith('FST_ERR_CTP') || (e instanceof SyntaxError)) {
+  if (e instanceof SyntaxError || e?.code === 'FST_ERR_CTP_INVALID_JSON_BODY') {
+    // JSON.parse's own words (position of the error) are meant for whoever wrote the body.
     return new OpenAiError(400, `malformed JSON body: ${e.message}`, { code: 'invalid_json' });
   }
+  if (e?.code?.startsWith('FST_ERR_CTP')) {
+    return new OpenAiError(400, 'malformed request body', { code: 'invalid_body' });
+  }
   if (typeof e?.statusCode === 'number' && e.statusCode >= 400 && e.statusCode < 500) {
-    return new OpenAiError(e.statusCode, e.message);
+    // Fastify's and Node's messages name their internals: the status alone speaks to the client.
+    return new OpenAiError(e.statusCode, STATUS_CODES[e.statusCode]?.toLowerCase() ?? 'bad request');
   }
   return new OpenAiError(500, 'internal router error', { code: 'internal_error' });
 }

@@ -11,7 +11,7 @@ import type { RequestKind } from '../routing';
 import { OpenAiError } from './openai-error';
 import { writeOpenAiError } from './error-response';
 import { FastifyClientChannel } from './fastify-client-channel';
-import { validateOpenAiRequest } from './request-validation';
+import { requireJsonContentType, validateOpenAiRequest } from './request-validation';
 
 /** The OpenAI-compatible front door: completions and chat, streamed or not. */
 @Controller('v1')
@@ -61,6 +61,7 @@ export class OpenAiController implements OnModuleInit {
   }
 
   private async serveAdmitted(kind: RequestKind, req: FastifyRequest, reply: FastifyReply): Promise<void> {
+    requireJsonContentType(req.headers['content-type']);
     const body = validateOpenAiRequest(kind, req.body);
     const channel = new FastifyClientChannel(reply, req.id, this.stopSignal);
     try {

@@ -148,7 +148,7 @@ export class ServerState {
       result = { ok: res.status === 200, status: res.status, at: Date.now(), latencyMs: performance.now() - started };
       if (!result.ok) result.error = `HTTP ${res.status}`;
     } catch (err) {
-      result = { ok: false, at: Date.now(), latencyMs: performance.now() - started, error: (err as Error).message };
+      result = { ok: false, at: Date.now(), latencyMs: performance.now() - started, error: healthErrorOf(err) };
     }
     this.lastHealth = result;
     this.consecutiveHealthFailures = result.ok ? 0 : this.consecutiveHealthFailures + 1;
@@ -198,4 +198,19 @@ export function serverIdFor(role: ServerRole, url: string): string {
   const u = new URL(url);
   const port = u.port || (u.protocol === 'https:' ? '443' : '80');
   return `${role}-${u.hostname.replace(/[^A-Za-z0-9.]/g, '_')}-${port}`;
+}
+
+/**
+ * What a failed health check says in admin state and logs: the kind of failure, without the
+ * errno text (addresses, ports) that would turn the admin API into a port scanner.
+ */
+function healthErrorOf(err: unknown): string {
+  const e = err as { code?: string; cause?: { code?: string } };
+  const code = e?.code ?? e?.cause?.code;
+  if (code === 'ECONNREFUSED') return 'connection refused';
+  if (code === 'ECONNABORTED' || code === 'ETIMEDOUT' || code === 'UND_ERR_CONNECT_TIMEOUT' || code === 'UND_ERR_HEADERS_TIMEOUT') return 'timeout';
+  if (code === 'ENOTFOUND' || code === 'EAI_AGAIN') return 'host not found';
+  if (code === 'EHOSTUNREACH' || code === 'ENETUNREACH') return 'host unreachable';
+  if (code === 'ECONNRESET' || code === 'UND_ERR_SOCKET') return 'connection reset';
+  return 'failed';
 }

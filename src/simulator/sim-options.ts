@@ -44,6 +44,10 @@ export interface SimWorkerOptions {
   registry?: CtxRegistry;
   /** max_tokens when the request has none, default 16. */
   defaultMaxTokens?: number;
+  /** Longest prompt plus max_tokens, in tokens (400 beyond, as a real worker's max_seq_len), default 32768. */
+  maxSeqLen?: number;
+  /** Largest request body (413 beyond), default 4 MiB. */
+  maxBodyBytes?: number;
   /** Request bodies kept for inspection, default 20. */
   keepReceived?: number;
   /** Fault rules active from the start. */
@@ -65,6 +69,8 @@ export interface ResolvedSimOptions {
   ctxCheck: CtxCheck;
   registry: CtxRegistry | undefined;
   defaultMaxTokens: number;
+  maxSeqLen: number;
+  maxBodyBytes: number;
   keepReceived: number;
 }
 
@@ -93,6 +99,8 @@ export function resolveSimOptions(opts: SimWorkerOptions): ResolvedSimOptions {
     ctxCheck,
     registry: opts.registry ?? (ctxCheck === 'registry' ? new CtxRegistry() : undefined),
     defaultMaxTokens: int('defaultMaxTokens', opts.defaultMaxTokens, 16, 1),
+    maxSeqLen: int('maxSeqLen', opts.maxSeqLen, 32_768, 1),
+    maxBodyBytes: int('maxBodyBytes', opts.maxBodyBytes, 4 * 1024 * 1024, 1),
     keepReceived: int('keepReceived', opts.keepReceived, 20, 0),
   };
 }

@@ -218,7 +218,7 @@ export class SimWorker {
         const endpoint: GenerationEndpoint = path === '/v1/completions' ? 'completions' : 'chat';
         this.count(endpoint);
         if (method !== 'POST') return this.methodNotAllowed(res);
-        return readBody(req, (text) => {
+        return readBody(req, this.options.maxBodyBytes, res, (text) => {
           try {
             this.onGeneration(endpoint, req, res, text);
           } catch (err) {
@@ -251,7 +251,7 @@ export class SimWorker {
       case '/kv_cache_events':
         this.count('kv_cache_events');
         // Drain only when answering, so a failed poll does not lose events.
-        return readBody(req, () =>
+        return readBody(req, this.options.maxBodyBytes, res, () =>
           this.simple('kv_cache_events', req, res, () => sendJson(res, 200, serializeKvEvents(this.kv.drainEvents()))),
         );
       case '/perf_metrics':
@@ -262,7 +262,7 @@ export class SimWorker {
       case '/sim/control':
         this.count('control');
         if (method !== 'POST') return this.methodNotAllowed(res);
-        return readBody(req, (text) => this.onControl(res, text));
+        return readBody(req, this.options.maxBodyBytes, res, (text) => this.onControl(res, text));
       case '/sim/stats':
         this.count('stats');
         return sendJson(res, 200, JSON.stringify(this.stats));
@@ -346,6 +346,10 @@ export class SimWorker {
     let sr: SimRequest;
     try {
       sr = parseSimRequest(endpoint, body, this.tokenizer, this.options.defaultMaxTokens);
+      const promptTokens = sr.prompts.reduce((n, p) => n + p.length, 0);
+      if (promptTokens + sr.maxTokens > this.options.maxSeqLen) {
+        throw new BadRequestError(`prompt (${promptTokens} tokens) plus max_tokens (${sr.maxTokens}) exceeds max_seq_len ${this.options.maxSeqLen}`);
+      }
     } catch (err) {
       if (err instanceof BadRequestError) return this.reject(res, err.message);
       throw err;
@@ -554,10 +558,23 @@ function freshCounters(): {
   return { total: 0, byEndpoint: {}, byType: { context_only: 0, generation_only: 0, plain: 0 }, rejected: 0 };
 }
 
-function readBody(req: http.IncomingMessage, done: (text: string) => void): void {
+/** The request body, or a 413 once it passes `limit` bytes (the rest is not read). */
+function readBody(req: http.IncomingMessage, limit: number, res: http.ServerResponse, done: (text: string) => void): void {
   const chunks: Buffer[] = [];
-  req.on('data', (c: Buffer) => chunks.push(c));
-  req.on('end', () => done(chunks.length === 1 ? chunks[0].toString('utf8') : Buffer.concat(chunks).toString('utf8')));
+  let size = 0;
+  let over = false;
+  req.on('data', (c: Buffer) => {
+    if (over) return;
+    size += c.length;
+    if (size <= limit) return void chunks.push(c);
+    over = true;
+    chunks.length = 0;
+    res.once('finish', () => req.destroy());
+    sendJson(res, 413, errorBody(`request body larger than ${limit} bytes`, 413, 'RequestTooLarge'));
+  });
+  req.on('end', () => {
+    if (!over) done(chunks.length === 1 ? chunks[0].toString('utf8') : Buffer.concat(chunks).toString('utf8'));
+  });
 }
 
 function sendJson(res: http.ServerResponse, status: number, body: string): void {

@@ -42,9 +42,9 @@ describe('bad input gets an OpenAI-style error with the right status', () => {
     expect((res.json.error as Record<string, unknown>).code).toBe('request_too_large');
   });
 
-  it('a wrong content type is 400', async () => {
+  it('a wrong content type is 415', async () => {
     const res = await fetch(`${router.url}/v1/completions`, { method: 'POST', headers: { 'content-type': 'text/plain' }, body: 'hello' });
-    expect(res.status).toBe(400);
+    expect(res.status).toBe(415);
     expect(((await res.json()) as { error: { type: string } }).error.type).toBe('invalid_request_error');
   });
 

@@ -35,6 +35,8 @@ export interface SoakResult {
   bad: number;
   badSamples: string[];
   elapsedMs: number;
+  /** Per error key, the seconds (since start) at which errors happened, bucketed: { "503": { "61": 40 } }. */
+  errorTimes: Record<string, Record<string, number>>;
 }
 
 const CLEAR_STATUSES = new Set([429, 502, 503, 504]);
@@ -47,7 +49,7 @@ export async function runSoak(opts: SoakOptions): Promise<SoakResult> {
   const started = Date.now();
   const deadline = opts.durationMs ? started + opts.durationMs : Infinity;
   const limit = opts.requests ?? Infinity;
-  const result: SoakResult = { total: 0, complete: 0, errors: {}, errorSamples: {}, aborted: 0, bad: 0, badSamples: [], elapsedMs: 0 };
+  const result: SoakResult = { total: 0, complete: 0, errors: {}, errorSamples: {}, aborted: 0, bad: 0, badSamples: [], elapsedMs: 0, errorTimes: {} };
   let issued = 0;
 
   const one = async (i: number): Promise<void> => {
@@ -61,6 +63,9 @@ export async function runSoak(opts: SoakOptions): Promise<SoakResult> {
     else if (outcome.kind === 'error') {
       result.errors[outcome.key] = (result.errors[outcome.key] ?? 0) + 1;
       result.errorSamples[outcome.key] ??= outcome.message;
+      const bucket = (result.errorTimes[outcome.key] ??= {});
+      const sec = String(Math.floor((Date.now() - started) / 1000));
+      bucket[sec] = (bucket[sec] ?? 0) + 1;
     }
     else {
       result.bad++;

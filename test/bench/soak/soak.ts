@@ -6,6 +6,7 @@ import { stringify } from 'yaml';
 import { unusedPort } from '../../support/free-port';
 import { waitFor } from '../../support/router-app';
 import { startSoakCluster } from './soak-cluster';
+import { sampleRotation } from './rotation-sampler';
 import { runSoak, type SoakResult } from './soak-driver';
 
 /**
@@ -43,7 +44,10 @@ async function main(): Promise<void> {
       max_retries: 1,
       context_servers: { urls: cluster.contextUrls },
       generation_servers: { urls: cluster.generationUrls },
-      health: { interval_s: 0.5, timeout_s: 1 },
+      // The simulated workers share this process with the client lanes: a check must outlast
+      // its event-loop stalls on a loaded machine, or every server fails its checks at once
+      // and both pools empty (the 503 bursts of earlier runs; see the rotation report).
+      health: { interval_s: 0.5, timeout_s: 3 },
       limits: { max_in_flight: 64, queue_size: 64, queue_timeout_ms: 10_000 },
       logging: { level: 'error' },
     }),
@@ -58,9 +62,12 @@ async function main(): Promise<void> {
   const samples: { t: number; rssMb: number }[] = [];
   const t0 = Date.now();
   const sampler = setInterval(() => samples.push({ t: Math.round((Date.now() - t0) / 1000), rssMb: rssMb(child.pid!) }), 5_000);
+  const rotation = sampleRotation(url, t0);
+  const kills: number[] = [];
   let restarts = 0;
   const killer = setInterval(() => {
     void (async () => {
+      kills.push(Math.round((Date.now() - t0) / 100) / 10);
       await cluster.kill('generation', 0);
       await new Promise((r) => setTimeout(r, 2_000));
       await cluster.restart('generation', 0);
@@ -71,6 +78,7 @@ async function main(): Promise<void> {
   const result: SoakResult = await runSoak({ url, concurrency: CONCURRENCY, durationMs: MINUTES * 60_000, abortFraction: ABORT, seed: 11, requestTimeoutMs: 30_000 });
   clearInterval(killer);
   clearInterval(sampler);
+  const rotationReport = rotation.stop();
   samples.push({ t: Math.round((Date.now() - t0) / 1000), rssMb: rssMb(child.pid!) });
 
   // Idle: every load counter of the router must be back to zero.
@@ -104,6 +112,9 @@ async function main(): Promise<void> {
     exitCode,
     rssMb: { first: samples[0]?.rssMb, at60s: warm?.rssMb, max: Math.max(...samples.map((s) => s.rssMb)), last: last.rssMb },
     rssSamples: samples,
+    killsAtS: kills,
+    rotation: rotationReport,
+    errorTimes: result.errorTimes,
     routerStderrTail: stderr.slice(-2_000),
   };
   process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
