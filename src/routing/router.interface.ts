@@ -13,12 +13,16 @@ export interface RoutingRequest {
   readonly body: Readonly<Record<string, unknown>>;
   /** Prompt token ids, once known (given by the client or tokenized by a policy). */
   tokenIds?: number[];
+  /** Why the prompt's text could not be tokenized with the model's tokenizer (it is routed by load only). */
+  untokenized?: string;
 }
 
 export interface RouteInfo {
   /** Prompt tokens already cached on the chosen server (KV-aware policies). */
   matchedTokens?: number;
   promptTokens?: number;
+  /** Set when the prompt could not be tokenized with the model's own tokenizer: why. */
+  untokenized?: string;
   [key: string]: unknown;
 }
 

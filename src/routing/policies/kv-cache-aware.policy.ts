@@ -8,7 +8,7 @@ import { PromptTokenizer } from '../kv/prompt-tokenizer';
 import type { GetNextServerOptions, RouteResult, RoutingRequest } from '../router.interface';
 import { RoutingPolicy } from '../routing-policy.decorator';
 import { LeastLoadedPicker } from './least-loaded';
-import { tokenizerArg, tokenizerThreadsArg } from './policy-args';
+import { tokenizerArgs } from './policy-args';
 
 export const kvCacheAwareArgs = z.strictObject({
   /** Also count prompt tokens in flight per server (the score itself uses requests in flight). */
@@ -17,8 +17,7 @@ export const kvCacheAwareArgs = z.strictObject({
   max_batch_size: z.number().int().positive().default(64),
   /** Must equal the workers' kv_cache_config.tokens_per_block for hashes to match. */
   tokens_per_block: z.number().int().positive().default(32),
-  tokenizer: tokenizerArg,
-  tokenizer_threads: tokenizerThreadsArg,
+  ...tokenizerArgs,
   /** Record the routed prompt's blocks as cached on success (for workers that publish no events). */
   backfill_block_hashes_on_finish: z.boolean().default(false),
   /** Also poll every server's KV events on this period, off the request path (0: only on finish). */
@@ -49,7 +48,7 @@ export class KvCacheAwareRouter extends BaseRouter<KvCacheAwareArgs> {
   private timer?: NodeJS.Timeout;
 
   protected override onInit(): void {
-    this.tokenizer = new PromptTokenizer(this.args.tokenizer, this.args.tokenizer_threads);
+    this.tokenizer = new PromptTokenizer(this.args);
     const every = this.args.kv_events_poll_interval_s * 1000;
     if (every > 0) {
       this.timer = setInterval(() => this.pollAll(), every);
