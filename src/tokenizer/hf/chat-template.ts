@@ -26,7 +26,7 @@ const SPECIAL_TOKEN_KEYS = ['bos_token', 'eos_token', 'unk_token', 'sep_token', 
  * A tokenizer directory's chat template(s) and special tokens (`tokenizer_config.json`, or a
  * separate `chat_template.jinja` / `chat_template.json` as newer transformers save them),
  * rendered with @huggingface/jinja exactly as transformers' `apply_chat_template(...,
- * tokenize=False)` renders them (trim_blocks and lstrip_blocks are the engine's defaults).
+ * tokenize=False)` renders them (trim_blocks, lstrip_blocks, `raise_exception` and `strftime_now` are the engine's).
  */
 export class ChatTemplates {
   private readonly templates = new Map<string, string>();
@@ -68,10 +68,6 @@ export class ChatTemplates {
       ...(input.chat_template_kwargs ?? {}),
       messages: input.messages,
       add_generation_prompt: continueFinal ? false : (input.add_generation_prompt ?? true),
-      raise_exception: (message: string) => {
-        throw new ChatTemplateError(`chat template: ${message}`);
-      },
-      strftime_now: strftimeNow,
     };
     if (input.tools != null) context.tools = input.tools;
     if (input.documents != null) context.documents = input.documents;
@@ -116,18 +112,6 @@ function cutAfterFinalMessage(rendered: string, messages: unknown[]): string {
   const lstripped = content.replace(/^\s+/, '');
   const keep = rendered.slice(at, at + lstripped.length) === content ? lstripped.length : stripped.length;
   return rendered.slice(0, at + keep);
-}
-
-/** transformers' `strftime_now(format)` for templates that print today's date. */
-function strftimeNow(format: string): string {
-  const d = new Date();
-  const months = ['January', 'February', 'March', 'April', 'May', 'June', 'July', 'August', 'September', 'October', 'November', 'December'];
-  const pad = (n: number): string => String(n).padStart(2, '0');
-  const map: Record<string, string> = {
-    '%d': pad(d.getDate()), '%m': pad(d.getMonth() + 1), '%Y': String(d.getFullYear()), '%y': pad(d.getFullYear() % 100),
-    '%B': months[d.getMonth()], '%b': months[d.getMonth()].slice(0, 3), '%H': pad(d.getHours()), '%M': pad(d.getMinutes()), '%S': pad(d.getSeconds()), '%%': '%',
-  };
-  return format.replace(/%[dmYyBbHMS%]/g, (m) => map[m]);
 }
 
 function readJson(file: string): Record<string, unknown> | undefined {
