@@ -95,4 +95,15 @@ describe('tokenizer_dir', () => {
     const config = buildConfig({ context_servers: { urls: ['127.0.0.1:1'], router: { type: 'kv_cache_aware', [key]: missing } }, generation_servers: { urls: ['127.0.0.1:1'] } });
     await expect(createRouterApp(config, { logger: false }).then((app) => app.init())).rejects.toThrow(new RegExp(`context_servers\\.router\\.${key}: cannot load the tokenizer`));
   });
+
+  it('a tokenizer_dir with a broken tokenizer.json refuses to start', async () => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'broken-tokenizer-'));
+    try {
+      writeFileSync(path.join(dir, 'tokenizer.json'), '{"model": ');
+      const config = buildConfig({ context_servers: { urls: ['127.0.0.1:1'], router: { type: 'kv_cache_aware', tokenizer_dir: dir } }, generation_servers: { urls: ['127.0.0.1:1'] } });
+      await expect(createRouterApp(config, { logger: false }).then((app) => app.init())).rejects.toThrow(/context_servers\.router\.tokenizer_dir: cannot load the tokenizer/);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
 });

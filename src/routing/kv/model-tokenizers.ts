@@ -25,6 +25,8 @@ export function loadModelTokenizer(dir: string, eager = false): ModelTokenizer {
   let t = byDir.get(key);
   if (!t) {
     if (!hasTokenizerFiles(key)) throw new Error(`${dir} holds no tokenizer.json`);
+    // Parsed once here so a broken file fails now, not on the first request (threads parse their own copy).
+    if (!eager) checkTokenizerJson(path.join(key, 'tokenizer.json'));
     const templates = new ChatTemplates(key);
     let encoder: HfEncoder | undefined;
     const load = (): HfEncoder => (encoder ??= hfTokenizerLoader()(projectRequire(), fs, key));
@@ -33,6 +35,11 @@ export function loadModelTokenizer(dir: string, eager = false): ModelTokenizer {
     byDir.set(key, t);
   }
   return t;
+}
+
+function checkTokenizerJson(file: string): void {
+  const json = JSON.parse(fs.readFileSync(file, 'utf8')) as { model?: unknown };
+  if (typeof json !== 'object' || json === null || typeof json.model !== 'object') throw new Error(`${file} has no tokenizer model`);
 }
 
 /**
