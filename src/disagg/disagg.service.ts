@@ -524,7 +524,7 @@ export class DisaggService {
   /** Records a reservation made by `pick`, to be finished exactly once. */
   private picked(flow: Flow, router: Router, role: ServerRole, route: RouteResult): RouteResult {
     flow.pending.push(router);
-    this.events.emit('routed', { role, server: route.server, policy: router.policy, matchedTokens: route.info.matchedTokens, promptTokens: route.info.promptTokens });
+    this.events.emit('routed', { role, server: route.server, policy: router.policy, matchedTokens: route.info.matchedTokens, promptTokens: route.info.promptTokens, untokenized: route.info.untokenized });
     return route;
   }
 

@@ -19,6 +19,8 @@ export interface RoutedEvent {
   policy: string;
   matchedTokens?: number;
   promptTokens?: number;
+  /** The prompt could not be tokenized with the model's tokenizer: why. */
+  untokenized?: string;
 }
 
 /** Per-phase timings of one request, in ms since it arrived (absent when a phase did not run). */

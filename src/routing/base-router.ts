@@ -103,6 +103,7 @@ export abstract class BaseRouter<A extends Readonly<Record<string, unknown>> = R
     this.reservations.set(request.id, { server, tokens });
     server.activeRequests += 1;
     server.activeTokens += tokens;
+    if (request.untokenized !== undefined) info.untokenized = request.untokenized;
     return { server, info };
   }
 

@@ -15,12 +15,16 @@ export interface RoutingRequest {
   tokenIds?: number[];
   /** The client's request headers (the conversation policy reads session ids from them). */
   readonly headers?: Readonly<Record<string, string | string[] | undefined>>;
+  /** Why the prompt's text could not be tokenized with the model's tokenizer (it is routed by load only). */
+  untokenized?: string;
 }
 
 export interface RouteInfo {
   /** Prompt tokens already cached on the chosen server (KV-aware policies). */
   matchedTokens?: number;
   promptTokens?: number;
+  /** Set when the prompt could not be tokenized with the model's own tokenizer: why. */
+  untokenized?: string;
   [key: string]: unknown;
 }
 

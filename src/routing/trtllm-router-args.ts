@@ -5,7 +5,7 @@
  */
 const TRTLLM_UNSUPPORTED_ARGS: Record<string, readonly string[]> = {
   '*': ['max_batch_size', 'max_num_tokens'],
-  kv_cache_aware: ['custom_tokenizer', 'tokenizer_dir', 'use_harmony', 'model_path'],
+  kv_cache_aware: ['use_harmony', 'model_path'],
   load_balancing: [],
   round_robin: [],
   conversation: [],

@@ -9,7 +9,7 @@ describe('tokenization on worker threads', () => {
     { role: 'system', content: 'You are terse.' },
     { role: 'user', content: 'What is a KV cache block?' },
   ];
-  const tokenizer = new PromptTokenizer('qwen3', 1);
+  const tokenizer = new PromptTokenizer({ tokenizer: 'qwen3', tokenizer_threads: 1 });
   afterAll(async () => {
     await tokenizer.close();
   });

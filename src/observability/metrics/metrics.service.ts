@@ -49,6 +49,7 @@ export class MetricsService implements OnModuleInit, OnModuleDestroy {
   private readonly promptTokens = this.fastCounter('kv_prompt_tokens_total', 'Prompt tokens of requests routed by KV-aware policies', ['role']);
   private readonly kvEvents = this.counter('kv_events_applied_total', 'KV cache events applied to the router block tables', ['server']);
   private readonly kvPollErrors = this.counter('kv_poll_errors_total', 'Failed /kv_cache_events polls', ['server']);
+  private readonly untokenized = this.counter('untokenized_prompts_total', 'Routed requests whose text the model tokenizer could not turn into ids (forwarded as text, routed by load), by reason', ['role', 'reason']);
   private readonly retries = this.counter('retries_total', 'Upstream calls retried on another server', ['role']);
   private readonly upstreamErrors = this.counter('upstream_errors_total', 'Failed upstream calls, by kind', ['role', 'server', 'kind']);
   private readonly rejections = this.counter('admission_rejections_total', 'Requests refused by admission control', ['reason', 'queue']);
@@ -104,6 +105,7 @@ export class MetricsService implements OnModuleInit, OnModuleDestroy {
 
   routed(event: RoutedEvent): void {
     this.routingCell(event.server, event.role, event.policy).inc();
+    if (event.untokenized !== undefined) this.untokenized.inc({ role: event.role, reason: event.untokenized });
     const prompt = event.promptTokens;
     if (prompt !== undefined && prompt > 0 && event.matchedTokens !== undefined) {
       const matched = Math.min(event.matchedTokens, prompt);

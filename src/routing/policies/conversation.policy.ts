@@ -9,7 +9,7 @@ import { codePoints, requestText, tokenListsInBody } from '../kv/prompt-tokens';
 import type { GetNextServerOptions, RouteResult, RoutingRequest } from '../router.interface';
 import { RoutingPolicy } from '../routing-policy.decorator';
 import { LeastLoadedPicker } from './least-loaded';
-import { tokenizerArg, tokenizerThreadsArg } from './policy-args';
+import { tokenizerArgs } from './policy-args';
 
 export const conversationArgs = z.strictObject({
   /** Share of a request's blocks a known session must match to count as its continuation. */
@@ -20,8 +20,7 @@ export const conversationArgs = z.strictObject({
   /** Leading tokens (or code points / 5) left out of the hashes, e.g. a shared system prompt. */
   hash_skip_count: z.number().int().nonnegative().default(0),
   max_sessions: z.number().int().positive().default(100_000),
-  tokenizer: tokenizerArg,
-  tokenizer_threads: tokenizerThreadsArg,
+  ...tokenizerArgs,
 });
 export type ConversationArgs = z.output<typeof conversationArgs>;
 
@@ -57,7 +56,7 @@ export class ConversationRouter extends BaseRouter<ConversationArgs> {
   private tokenizer?: PromptTokenizer;
 
   protected override onInit(): void {
-    if (this.args.use_token_ids) this.tokenizer = new PromptTokenizer(this.args.tokenizer, this.args.tokenizer_threads);
+    if (this.args.use_token_ids) this.tokenizer = new PromptTokenizer(this.args);
   }
 
   async getNextServer(request: RoutingRequest, options?: GetNextServerOptions): Promise<RouteResult> {

@@ -10,7 +10,7 @@ import { TokensPerBlock, workerTokensPerBlock } from '../kv/tokens-per-block';
 import type { GetNextServerOptions, RouteResult, RoutingRequest } from '../router.interface';
 import { RoutingPolicy } from '../routing-policy.decorator';
 import { LeastLoadedPicker } from './least-loaded';
-import { tokenizerArg, tokenizerThreadsArg } from './policy-args';
+import { tokenizerArgs } from './policy-args';
 
 export const kvCacheAwareArgs = z.strictObject({
   /** Also count prompt tokens in flight per server (the score itself uses requests in flight). */
@@ -19,8 +19,7 @@ export const kvCacheAwareArgs = z.strictObject({
   max_batch_size: z.number().int().positive().default(64),
   /** Must equal the workers' kv_cache_config.tokens_per_block; unset: the workers' /server_info, else 32. */
   tokens_per_block: z.number().int().positive().optional(),
-  tokenizer: tokenizerArg,
-  tokenizer_threads: tokenizerThreadsArg,
+  ...tokenizerArgs,
   /** Record the routed prompt's blocks on its server when it succeeds, confirmed later by events. */
   track_routed_blocks: z.boolean().default(true),
   /** Recorded blocks no event confirmed are forgotten after this long. */
@@ -63,7 +62,7 @@ export class KvCacheAwareRouter extends BaseRouter<KvCacheAwareArgs> {
   private timer?: NodeJS.Timeout;
 
   protected override onInit(): void {
-    this.tokenizer = new PromptTokenizer(this.args.tokenizer, this.args.tokenizer_threads);
+    this.tokenizer = new PromptTokenizer(this.args);
     this.blockSize = new TokensPerBlock(this.args.tokens_per_block);
     const every = this.args.kv_events_poll_interval_s * 1000;
     if (every > 0) {

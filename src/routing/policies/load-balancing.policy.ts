@@ -5,13 +5,12 @@ import { PromptTokenizer } from '../kv/prompt-tokenizer';
 import type { GetNextServerOptions, RouteResult, RoutingRequest } from '../router.interface';
 import { RoutingPolicy } from '../routing-policy.decorator';
 import { LeastLoadedPicker } from './least-loaded';
-import { tokenizerArg, tokenizerThreadsArg } from './policy-args';
+import { tokenizerArgs } from './policy-args';
 
 export const loadBalancingArgs = z.strictObject({
   /** Balance prompt tokens in flight instead of requests in flight. */
   use_tokens: z.boolean().default(false),
-  tokenizer: tokenizerArg,
-  tokenizer_threads: tokenizerThreadsArg,
+  ...tokenizerArgs,
 });
 export type LoadBalancingArgs = z.output<typeof loadBalancingArgs>;
 
@@ -25,7 +24,7 @@ export class LoadBalancingRouter extends BaseRouter<LoadBalancingArgs> {
   private tokenizer?: PromptTokenizer;
 
   protected override onInit(): void {
-    if (this.args.use_tokens) this.tokenizer = new PromptTokenizer(this.args.tokenizer, this.args.tokenizer_threads);
+    if (this.args.use_tokens) this.tokenizer = new PromptTokenizer(this.args);
   }
 
   async getNextServer(request: RoutingRequest, options?: GetNextServerOptions): Promise<RouteResult> {

@@ -1,11 +1,38 @@
 import { z } from 'zod';
-import { DEFAULT_TOKENIZER, isTokenizerName, TOKENIZER_NAMES } from '../../tokenizer';
+import { isTokenizerName, TOKENIZER_NAMES } from '../../tokenizer';
+import { loadModelTokenizer } from '../kv/model-tokenizers';
 
-/** Arguments shared by the policies that tokenize prompts. */
+/**
+ * A built-in tokenizer for every model (the simulator's: its ids are only right for the
+ * simulator). Unset, text is tokenized with the model's own tokenizer.
+ */
 export const tokenizerArg = z
   .string()
-  .default(DEFAULT_TOKENIZER)
-  .refine(isTokenizerName, { message: `must be one of ${TOKENIZER_NAMES.join(', ')}` });
+  .optional()
+  .refine((v) => v === undefined || isTokenizerName(v), { message: `must be one of ${TOKENIZER_NAMES.join(', ')}` });
+
+/** A Hugging Face tokenizer directory (tokenizer.json, tokenizer_config.json) that must load now. */
+export const tokenizerDirArg = z
+  .string()
+  .min(1)
+  .optional()
+  .superRefine((dir, ctx) => {
+    if (dir === undefined) return;
+    try {
+      loadModelTokenizer(dir);
+    } catch (err) {
+      ctx.addIssue({ code: 'custom', message: `cannot load the tokenizer: ${(err as Error).message}` });
+    }
+  });
 
 /** Worker threads for tokenizing text (0: on the event loop). Shared by all routers of the process. */
 export const tokenizerThreadsArg = z.number().int().min(0).max(8).default(1);
+
+/** The tokenizer keys of every policy that tokenizes prompts. */
+export const tokenizerArgs = {
+  tokenizer: tokenizerArg,
+  /** TensorRT-LLM's name for the model's tokenizer directory; `custom_tokenizer` is accepted as a path too. */
+  tokenizer_dir: tokenizerDirArg,
+  custom_tokenizer: tokenizerDirArg,
+  tokenizer_threads: tokenizerThreadsArg,
+};

@@ -61,7 +61,7 @@ async function tokenizationCost(): Promise<string[]> {
   const n = qwen.encode(text).length;
   const rows: string[] = [];
   for (const threads of [0, 1]) {
-    const tok = new PromptTokenizer('qwen3', threads);
+    const tok = new PromptTokenizer({ tokenizer: 'qwen3', tokenizer_threads: threads });
     await tok.tokenLists({ id: 'warm', kind: 'completion', body: { prompt: text } });
     const h = monitorEventLoopDelay({ resolution: 1 });
     h.enable();

