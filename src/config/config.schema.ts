@@ -151,6 +151,8 @@ export const routerConfigSchema = z.looseObject({
     .looseObject({ max_local_prefill_length: z.number().int().nonnegative().default(0) })
     .optional(),
   metadata_server_config: metadataServerSchema.optional(),
+  /** TensorRT-LLM's tracing block: OTLP/HTTP traces go to this URL (see README, Tracing). */
+  otlp_config: z.looseObject({ otlp_traces_endpoint: z.url().optional() }).optional(),
   http_session: httpSessionSchema.default(() => httpSessionSchema.parse({})),
   timeouts: timeoutsSchema.default(() => timeoutsSchema.parse({})),
   limits: limitsSchema.default(() => limitsSchema.parse({})),

@@ -3,6 +3,7 @@ import type { Dispatcher } from 'undici';
 import { AdmissionService } from '../admission/admission.service';
 import { ROUTER_CONFIG, type RouterConfig, type ServerRole } from '../config';
 import { HttpSessionClosedError, HttpSessionProvider } from '../http-session';
+import { RequestTracing, type RequestTrace } from '../observability/tracing';
 import { OpenAiError } from '../openai/openai-error';
 import { NoServerAvailableError, RouterManager, type RequestKind, type RouteResult, type Router, type RoutingRequest } from '../routing';
 import { ServerRegistry } from '../servers';
@@ -34,6 +35,8 @@ interface Flow {
   streamHeaders: Record<string, string> | undefined;
   /** Routers that reserved a server for this request, finished exactly once each. */
   pending: Router[];
+  /** Spans of this request; undefined while tracing is off. */
+  trace: RequestTrace | undefined;
 }
 
 /**
@@ -55,6 +58,7 @@ export class DisaggService {
     private readonly servers: ServerRegistry,
     private readonly events: RequestEvents,
     @Optional() private readonly admission?: AdmissionService,
+    @Optional() private readonly tracing?: RequestTracing,
   ) {}
 
   /** Aggregated when the cluster has no context pool (see ServerRegistry.hasContextPool). */
@@ -80,6 +84,7 @@ export class DisaggService {
       headers: { 'content-type': 'application/json', 'x-request-id': channel.requestId },
       streamHeaders: undefined,
       pending: [],
+      trace: this.tracing?.startRequest(kind, channel.requestId),
     };
     let status = 200;
     try {
@@ -98,6 +103,7 @@ export class DisaggService {
       flow.done.status = status;
       flow.done.startedAt = Date.now() - end;
       this.events.emit('requestDone', flow.done);
+      flow.trace?.end(flow.done);
     }
   }
 
@@ -347,6 +353,7 @@ export class DisaggService {
         this.events.emit('retry', { role, requestId: flow.channel.requestId });
       }
       const server = route.server;
+      flow.trace?.callStarted(role, server.url, attempt, headers);
       try {
         const res = await this.session.request({
           origin: server.origin,
@@ -384,6 +391,7 @@ export class DisaggService {
 
   /** The router's pick; its promise as it is when no per-pool limit applies (one await less). */
   private pick(flow: Flow, router: Router, role: ServerRole, excluded: readonly string[]): Promise<RouteResult> {
+    flow.trace?.routingStarted(role);
     if (!this.admission?.poolLimited(role)) return router.getNextServer(flow.routing, { excludeServer: excluded });
     return this.pickInPoolSlot(flow, router, role, excluded);
   }
@@ -402,6 +410,7 @@ export class DisaggService {
   /** Records a reservation made by `pick`, to be finished exactly once. */
   private picked(flow: Flow, router: Router, role: ServerRole, route: RouteResult): RouteResult {
     flow.pending.push(router);
+    flow.trace?.routed(role, router.policy, route);
     this.events.emit('routed', { role, server: route.server, policy: router.policy, matchedTokens: route.info.matchedTokens, promptTokens: route.info.promptTokens });
     return route;
   }

@@ -9,6 +9,7 @@ import { MetricsService } from './metrics/metrics.service';
 import { RequestMetricsListener } from './metrics/request-metrics.listener';
 import { PerfMetricsController } from './perf/perf-metrics.controller';
 import { PerfMetricsStore } from './perf/perf-metrics.store';
+import { RequestTracing } from './tracing/request-tracing.service';
 
 /**
  * Metrics, request context (request ids in answers and log lines), payload logging when
@@ -27,8 +28,8 @@ export class ObservabilityModule {
       global: true,
       imports: [DisaggModule],
       controllers,
-      providers: [InFlightRequests, MetricsService, RequestMetricsListener, RequestContextHooks, PayloadLogHooks, PerfMetricsStore],
-      exports: [MetricsService, PerfMetricsStore],
+      providers: [InFlightRequests, MetricsService, RequestMetricsListener, RequestContextHooks, PayloadLogHooks, PerfMetricsStore, RequestTracing],
+      exports: [MetricsService, PerfMetricsStore, RequestTracing],
     };
   }
 }
