@@ -2,9 +2,11 @@ import { DynamicModule, Module, type ModuleMetadata } from '@nestjs/common';
 import { ConfigAdminController } from './config-admin.controller';
 import { RoutersAdminController } from './routers-admin.controller';
 import { ServersAdminController } from './servers-admin.controller';
+import { StatsAdminController, StatusPageController } from './status-page/status-page.controller';
 
 /**
- * The admin HTTP surface. Its controllers need AdminService and ROUTER_CONFIG, supplied by
+ * The admin HTTP surface (and the status page). Its controllers need AdminService, RequestStats
+ * and ROUTER_CONFIG, supplied by
  * the caller: imported from the main app's modules, or as the main app's instances when it
  * is mounted in the separate admin app.
  */
@@ -15,7 +17,7 @@ export class AdminApiModule {
       module: AdminApiModule,
       imports: deps.imports ?? [],
       providers: deps.providers ?? [],
-      controllers: [ServersAdminController, RoutersAdminController, ConfigAdminController],
+      controllers: [ServersAdminController, RoutersAdminController, ConfigAdminController, StatsAdminController, StatusPageController],
     };
   }
 }

@@ -7,11 +7,12 @@ import { OpenAiExceptionFilter } from '../openai/openai-exception.filter';
 import { AdminApiModule } from './admin-api.module';
 import { mountAdminDocs } from './admin-docs';
 import { AdminService } from './admin.service';
+import { RequestStats } from './status-page/request-stats.service';
 
 /** Root of the separate admin app: the admin API over the main app's own instances. */
 @Module({})
 class AdminAppModule {
-  static forInstances(config: RouterConfig, admin: AdminService): DynamicModule {
+  static forInstances(config: RouterConfig, admin: AdminService, stats: RequestStats): DynamicModule {
     return {
       module: AdminAppModule,
       imports: [
@@ -19,6 +20,7 @@ class AdminAppModule {
           providers: [
             { provide: ROUTER_CONFIG, useValue: config },
             { provide: AdminService, useValue: admin },
+            { provide: RequestStats, useValue: stats },
           ],
         }),
       ],
@@ -43,6 +45,7 @@ export class AdminPortHost implements OnApplicationBootstrap, OnModuleDestroy {
   constructor(
     @Inject(ROUTER_CONFIG) private readonly config: RouterConfig,
     private readonly admin: AdminService,
+    private readonly stats: RequestStats,
   ) {}
 
   /** `http://host:port` once listening. */
@@ -54,7 +57,7 @@ export class AdminPortHost implements OnApplicationBootstrap, OnModuleDestroy {
     const { host, port = 0 } = this.config.admin;
     // No logger option: the admin app shares the main app's logger settings.
     const app = await NestFactory.create<NestFastifyApplication>(
-      AdminAppModule.forInstances(this.config, this.admin),
+      AdminAppModule.forInstances(this.config, this.admin, this.stats),
       new FastifyAdapter({ bodyLimit: ADMIN_BODY_LIMIT, routerOptions: { maxParamLength: 2_048 }, clientErrorHandler, frameworkErrors }),
       { abortOnError: false },
     );

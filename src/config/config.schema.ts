@@ -187,6 +187,8 @@ export const routerConfigSchema = z.looseObject({
   node_id: z.number().int().min(0).max(255).optional(),
   /** context_first: context call, then generation call; generation_first: both sent together. */
   schedule_style: z.enum(['context_first', 'generation_first']).default('context_first'),
+  /** TensorRT-LLM's tracing block: OTLP/HTTP traces go to this URL (see README, Tracing). */
+  otlp_config: z.looseObject({ otlp_traces_endpoint: z.url().optional() }).optional(),
   http_session: httpSessionSchema.default(() => httpSessionSchema.parse({})),
   timeouts: timeoutsSchema.default(() => timeoutsSchema.parse({})),
   limits: limitsSchema.default(() => limitsSchema.parse({})),

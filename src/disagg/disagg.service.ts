@@ -3,6 +3,7 @@ import type { Dispatcher } from 'undici';
 import { AdmissionService } from '../admission/admission.service';
 import { ROUTER_CONFIG, type RouterConfig, type ServerRole } from '../config';
 import { HttpSessionClosedError, HttpSessionProvider } from '../http-session';
+import { RequestTracing, type RequestTrace } from '../observability/tracing';
 import { OpenAiError } from '../openai/openai-error';
 import { NoServerAvailableError, RouterManager, type RequestKind, type RouteResult, type Router, type RoutingRequest } from '../routing';
 import { ServerRegistry } from '../servers';
@@ -48,6 +49,8 @@ interface Flow {
   /** The server the request last went to (two fields: no object per call), named when a deadline passes. */
   upstreamRole: ServerRole | undefined;
   upstreamUrl: string | undefined;
+  /** Spans of this request; undefined while tracing is off. */
+  trace: RequestTrace | undefined;
 }
 
 /**
@@ -70,6 +73,7 @@ export class DisaggService {
     private readonly servers: ServerRegistry,
     private readonly events: RequestEvents,
     @Optional() private readonly admission?: AdmissionService,
+    @Optional() private readonly tracing?: RequestTracing,
   ) {
     this.nodeId = config.node_id ?? defaultNodeId();
   }
@@ -100,6 +104,7 @@ export class DisaggService {
       deadline: new RequestDeadline(channel.abort, this.config.timeouts.request_s * 1000),
       upstreamRole: undefined,
       upstreamUrl: undefined,
+      trace: this.tracing?.startRequest(kind, channel.requestId),
     };
     let status = 200;
     try {
@@ -121,6 +126,7 @@ export class DisaggService {
       flow.done.status = status;
       flow.done.startedAt = Date.now() - end;
       this.events.emit('requestDone', flow.done);
+      flow.trace?.end(flow.done);
     }
   }
 
@@ -443,6 +449,7 @@ export class DisaggService {
         this.finish(flow, router, true);
         throw err;
       }
+      flow.trace?.callStarted(role, server.url, attempt, headers);
       try {
         const res = await this.session.request({
           origin: server.origin,
@@ -506,6 +513,7 @@ export class DisaggService {
 
   /** The router's pick; its promise as it is when no per-pool limit applies (one await less). */
   private pick(flow: Flow, router: Router, role: ServerRole, excluded: readonly string[]): Promise<RouteResult> {
+    flow.trace?.routingStarted(role);
     if (!this.admission?.poolLimited(role)) return router.getNextServer(flow.routing, { excludeServer: excluded });
     return this.pickInPoolSlot(flow, router, role, excluded);
   }
@@ -524,6 +532,7 @@ export class DisaggService {
   /** Records a reservation made by `pick`, to be finished exactly once. */
   private picked(flow: Flow, router: Router, role: ServerRole, route: RouteResult): RouteResult {
     flow.pending.push(router);
+    flow.trace?.routed(role, router.policy, route);
     this.events.emit('routed', { role, server: route.server, policy: router.policy, matchedTokens: route.info.matchedTokens, promptTokens: route.info.promptTokens, untokenized: route.info.untokenized });
     return route;
   }

@@ -10,6 +10,7 @@ import { RequestMetricsListener } from './metrics/request-metrics.listener';
 import { PerfMetricsController, TrtllmPerfMetricsController } from './perf/perf-metrics.controller';
 import { PerfMetricsStore } from './perf/perf-metrics.store';
 import { TrtllmPerfMetrics } from './perf/trtllm-perf-metrics.service';
+import { RequestTracing } from './tracing/request-tracing.service';
 
 /**
  * Metrics, request context (request ids in answers and log lines), payload logging when
@@ -30,8 +31,8 @@ export class ObservabilityModule {
       global: true,
       imports: [DisaggModule],
       controllers,
-      providers: [InFlightRequests, MetricsService, RequestMetricsListener, RequestContextHooks, PayloadLogHooks, PerfMetricsStore, TrtllmPerfMetrics],
-      exports: [MetricsService, PerfMetricsStore],
+      providers: [InFlightRequests, MetricsService, RequestMetricsListener, RequestContextHooks, PayloadLogHooks, PerfMetricsStore, TrtllmPerfMetrics, RequestTracing],
+      exports: [MetricsService, PerfMetricsStore, RequestTracing],
     };
   }
 }

@@ -15,6 +15,7 @@ const ENDPOINTS: Array<[string, string]> = [
   ['get', '/admin/v1/routers/{pool}'],
   ['put', '/admin/v1/routers/{pool}'],
   ['get', '/admin/v1/config'],
+  ['get', '/admin/v1/stats'],
 ];
 
 interface OpenApiDoc {

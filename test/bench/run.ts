@@ -11,7 +11,7 @@ import { summarizeProfile } from './lib/cpuprofile';
 import { TRANSPORTS } from './lib/transports';
 
 /**
- * `npm run bench [-- --only=main,latency,platform,transport,ablation --seconds=4 --rounds=2
+ * `npm run bench [-- --only=main,latency,platform,transport,ablation,tracing --seconds=4 --rounds=2
  * --connections=32 --rate=1000 --warmup=8 --driver=autocannon --profile[=boot] --profile-targets=router-rr,bare
  * --ab=GIT_REF --upstream=sim]`
  *
@@ -66,10 +66,11 @@ interface TableDef {
 
 type Starter = (up: BenchProc) => Promise<BenchProc>;
 
-function routerConfig(up: BenchProc, policy: string): string {
+function routerConfig(up: BenchProc, policy: string, traced = false): string {
   const [ctxPort, genPort] = up.ports;
   const router = { type: policy };
   return JSON.stringify({
+    ...(traced ? { otlp_config: { otlp_traces_endpoint: `http://127.0.0.1:${ctxPort}/v1/traces` } } : {}),
     hostname: '127.0.0.1',
     port: 0,
     context_servers: { urls: [`127.0.0.1:${ctxPort}`], router },
@@ -86,6 +87,7 @@ const starters: Record<string, Starter> = {
   bare: (up) => startProc({ name: 'bare', script: bin('procs/bare-proxy.js'), args: [...upstreamArgs(up), '--transport=undici-pool'], cpus: PROXY_CPU, logDir }),
   'router-rr': (up) => startProc({ name: 'router-rr', script: bin('procs/router.js'), args: [`--config=${routerConfig(up, 'round_robin')}`], cpus: PROXY_CPU, logDir, execArgv: profileArgs('router-rr') }),
   'router-kv': (up) => startProc({ name: 'router-kv', script: bin('procs/router.js'), args: [`--config=${routerConfig(up, 'kv_cache_aware')}`], cpus: PROXY_CPU, logDir, execArgv: profileArgs('router-kv') }),
+  'router-traced': (up) => startProc({ name: 'router-traced', script: bin('procs/router.js'), args: [`--config=${routerConfig(up, 'round_robin', true)}`], cpus: PROXY_CPU, logDir }),
   'nest-fastify': (up) => startProc({ name: 'nest-fastify', script: bin('procs/nest-proxy.js'), args: [...upstreamArgs(up), '--platform=fastify'], cpus: PROXY_CPU, logDir }),
   'nest-express': (up) => startProc({ name: 'nest-express', script: bin('procs/nest-proxy.js'), args: [...upstreamArgs(up), '--platform=express'], cpus: PROXY_CPU, logDir }),
   nginx: (up) => startNginx(up.ports[1], outDir, PROXY_CPU),
@@ -164,6 +166,16 @@ function tables(): TableDef[] {
         { row: 'bare, stream', target: 'bare', body: streamed, stream: true, connections: c },
         { row: `router at ${AB_REF}, stream`, target: 'router-ab', body: streamed, stream: true, connections: c, vs: { bare: 'bare, stream' } },
         { row: 'router now, stream', target: 'router-rr', body: streamed, stream: true, connections: c, vs: { bare: 'bare, stream', before: `router at ${AB_REF}, stream` } },
+      ],
+    },
+    {
+      name: 'tracing',
+      title: `Tracing: disagg-router round_robin with tracing off (default) and on (every request traced, OTLP/HTTP export to a sink), ${c} connections`,
+      rows: [
+        { row: 'router, tracing off', target: 'router-rr', body: plain, stream: false, connections: c },
+        { row: 'router, tracing on', target: 'router-traced', body: plain, stream: false, connections: c, vs: { off: 'router, tracing off' } },
+        { row: 'router, tracing off, stream', target: 'router-rr', body: streamed, stream: true, connections: c },
+        { row: 'router, tracing on, stream', target: 'router-traced', body: streamed, stream: true, connections: c, vs: { off: 'router, tracing off, stream' } },
       ],
     },
     {

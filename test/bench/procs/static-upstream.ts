@@ -25,7 +25,8 @@ function common(req: IncomingMessage, res: ServerResponse): boolean {
     res.writeHead(200, { 'content-length': 0 }).end();
     return true;
   }
-  if (url === '/server_info' || url === '/kv_cache_events' || url === '/v1/models') {
+  // /v1/traces: an OTLP/HTTP sink for the tracing rows (accepts and drops the spans).
+  if (url === '/server_info' || url === '/kv_cache_events' || url === '/v1/models' || url === '/v1/traces') {
     const body = url === '/kv_cache_events' ? '[]' : url === '/v1/models' ? '{"object":"list","data":[]}' : '{}';
     res.writeHead(200, { 'content-type': 'application/json', 'content-length': body.length }).end(body);
     return true;

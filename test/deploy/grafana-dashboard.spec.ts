@@ -1,0 +1,123 @@
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { startSimCluster, type SimCluster } from '../../src/simulator';
+import { AdmissionService } from '../../src/admission/admission.service';
+import { ServerRegistry } from '../../src/servers';
+import { FakeWorker, json } from '../support/fake-worker';
+import { postJson, startRouter, waitFor, type RunningRouter } from '../support/router-app';
+import { scrape } from '../observability/prom-text';
+
+const DASHBOARD = join(process.cwd(), 'deploy/grafana/disagg-router.json');
+
+interface Panel {
+  type: string;
+  title: string;
+  targets?: { expr: string }[];
+}
+
+/** Every metric name a PromQL expression reads (PromQL functions and keywords are not metrics). */
+function metricNamesIn(expr: string): string[] {
+  const withoutLabels = expr.replace(/\{[^}]*\}/g, '').replace(/\[[^\]]*\]/g, '').replace(/"[^"]*"/g, '');
+  const names = withoutLabels.match(/[a-zA-Z_:][a-zA-Z0-9_:]*/g) ?? [];
+  return names.filter((n) => /^(disagg_router_|process_|nodejs_)/.test(n));
+}
+
+function dashboardMetrics(): Map<string, string[]> {
+  const dashboard = JSON.parse(readFileSync(DASHBOARD, 'utf8')) as { panels: Panel[]; templating: { list: { definition?: string }[] } };
+  const byMetric = new Map<string, string[]>();
+  const add = (name: string, where: string): void => {
+    byMetric.set(name, [...(byMetric.get(name) ?? []), where]);
+  };
+  for (const panel of dashboard.panels) {
+    for (const target of panel.targets ?? []) for (const name of metricNamesIn(target.expr)) add(name, panel.title);
+  }
+  for (const variable of dashboard.templating.list) {
+    if (variable.definition) for (const name of metricNamesIn(variable.definition)) add(name, 'variable');
+  }
+  return byMetric;
+}
+
+describe('Grafana dashboard deploy/grafana/disagg-router.json', () => {
+  let cluster: SimCluster;
+  let failing: FakeWorker;
+  let router: RunningRouter;
+
+  beforeAll(async () => {
+    cluster = await startSimCluster({ context: 1, generation: 2, latency: 'zero' });
+    // A context server that answers 500: its requests are retried on the simulated one.
+    failing = await new FakeWorker((_req, res) => json(res, 500, { error: 'boom' })).start();
+    router = await startRouter({
+      max_retries: 1,
+      limits: { max_in_flight: 1, queue_size: 1 },
+      context_servers: { urls: [...cluster.contextUrls, failing.url], router: { type: 'round_robin' } },
+      generation_servers: { urls: cluster.generationUrls, router: { type: 'kv_cache_aware' } },
+    });
+    const registry = router.app.get(ServerRegistry);
+    await waitFor(() => registry.ready('generation').length === 2 && registry.ready('context').length === 2, 10_000, 'servers ready');
+  });
+
+  afterAll(async () => {
+    await router?.close();
+    await failing?.close();
+    await cluster?.close();
+  });
+
+  /** One request holds the only slot (its context call hangs), one waits, one is refused; then all leave. */
+  async function overload(): Promise<void> {
+    const admission = router.app.get(AdmissionService);
+    cluster.contextWorkers[0].setFaults({ kind: 'hang', count: 1 });
+    const holder = new AbortController();
+    const held = fetch(`${router.url}/v1/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'sim-model', prompt: 'held', max_tokens: 2 }),
+      signal: holder.signal,
+    }).catch((err: Error) => err);
+    await waitFor(() => admission.snapshot().router?.in_flight === 1, 10_000, 'the slot taken');
+    const queued = postJson(`${router.url}/v1/completions`, { model: 'sim-model', prompt: 'queued', max_tokens: 2 });
+    await waitFor(() => admission.snapshot().router?.queued === 1, 10_000, 'a request queued');
+    const refused = await postJson(`${router.url}/v1/completions`, { model: 'sim-model', prompt: 'refused', max_tokens: 2 });
+    expect(refused.status).toBe(429);
+    holder.abort();
+    await held;
+    expect((await queued).status).toBe(200);
+  }
+
+  it('queries panels that all have a metric', () => {
+    const metrics = dashboardMetrics();
+    expect(metrics.size).toBeGreaterThanOrEqual(15);
+    const dashboard = JSON.parse(readFileSync(DASHBOARD, 'utf8')) as { panels: Panel[] };
+    for (const panel of dashboard.panels.filter((p) => p.type !== 'row')) {
+      const names = (panel.targets ?? []).flatMap((t) => metricNamesIn(t.expr));
+      expect({ panel: panel.title, queries: names.length > 0 }).toEqual({ panel: panel.title, queries: true });
+    }
+  });
+
+  it('reads only metrics that /metrics exposes after traffic', async () => {
+    const prompt = 'The router keeps the prefix of this prompt on one generation server, ';
+    for (let i = 0; i < 6; i++) {
+      const r = await postJson(`${router.url}/v1/completions`, { model: 'sim-model', prompt: prompt + i, max_tokens: 4 });
+      expect(r.status).toBe(200);
+    }
+    const streamed = await fetch(`${router.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'sim-model', messages: [{ role: 'user', content: 'hi' }], max_tokens: 4, stream: true }),
+    });
+    expect(streamed.status).toBe(200);
+    await streamed.text();
+    const bad = await postJson(`${router.url}/v1/completions`, { model: 'sim-model' });
+    expect(bad.status).toBe(400);
+
+    await overload();
+
+    const families = await scrape(router.url);
+    const sampleNames = new Set([...families.values()].flatMap((f) => f.samples.map((s) => s.name)));
+    const missing: string[] = [];
+    for (const [name, panels] of dashboardMetrics()) {
+      if (!sampleNames.has(name)) missing.push(`${name} (${panels.join(', ')})`);
+    }
+    expect(missing).toEqual([]);
+  });
+});
