@@ -10,6 +10,7 @@ import { HealthModule } from './health';
 import { LifecycleModule } from './lifecycle/lifecycle.module';
 import { ObservabilityModule } from './observability/observability.module';
 import { OpenAiModule } from './openai/openai.module';
+import { ReplicasModule } from './replicas';
 import { RoutingModule } from './routing';
 import { ServersModule } from './servers';
 
@@ -39,6 +40,7 @@ export class AppModule {
         HealthModule,
         ServerDiscoveryModule,
         DisaggClusterModule.forRoot(options.config),
+        ReplicasModule.forRoot(options.config),
         AdminModule.forRoot(options.config),
         ...(options.imports ?? []),
       ],

@@ -6,6 +6,7 @@ export * from './policies/kv-cache-aware.policy';
 export * from './policies/least-loaded';
 export * from './policies/load-balancing.policy';
 export * from './policies/round-robin.policy';
+export * from './routed-blocks-sink';
 export * from './router-manager.service';
 export * from './router-registry.service';
 export * from './router-spec';

@@ -12,6 +12,15 @@ interface PollState {
   again: boolean;
 }
 
+/** Who may poll a worker and where its drained events go besides its table (router replicas). */
+export interface KvPollGate {
+  owns(serverUrl: string): boolean;
+  publish(serverUrl: string, events: readonly unknown[]): void;
+}
+
+/** Set per worker by the replicas module; absent: this router polls and keeps the events. */
+export const kvPollGates = new WeakMap<ServerState, KvPollGate>();
+
 /** Per worker, shared by every router (a runtime policy switch may overlap two). */
 const polls = new WeakMap<ServerState, PollState>();
 
@@ -53,10 +62,14 @@ export function pollKvEvents(server: ServerState, timeoutMs: number): Promise<vo
 
 /** One fetch-and-apply; resolves with what happened (for tests and the periodic poller). */
 export async function pollOnce(server: ServerState, timeoutMs: number): Promise<PollOutcome> {
+  const gate = kvPollGates.get(server);
+  if (gate && !gate.owns(server.url)) return { ok: true };
   try {
     const text = await server.fetchKvEventsText(timeoutMs);
     if (!text.trim()) return { ok: true, applied: { stored: 0, removed: 0, ignored: 0 } };
-    return { ok: true, applied: applyKvEvents(server, parseKvEventsFast(text)) };
+    const events = parseKvEventsFast(text);
+    gate?.publish(server.url, events);
+    return { ok: true, applied: applyKvEvents(server, events) };
   } catch (err) {
     // Outside the session's lifetime there is nothing to poll with; not a worker fault.
     if (!(err instanceof HttpSessionClosedError)) {

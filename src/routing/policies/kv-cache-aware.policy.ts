@@ -1,4 +1,4 @@
-import { Logger } from '@nestjs/common';
+import { Inject, Logger, Optional } from '@nestjs/common';
 import { z } from 'zod';
 import { cacheSaltIdOf } from '../../kv-cache/cache-salt';
 import type { BlockKey, ServerState } from '../../servers';
@@ -8,6 +8,7 @@ import { isPolling, pollKvEvents } from '../kv/kv-event-poller';
 import { PromptTokenizer } from '../kv/prompt-tokenizer';
 import { TokensPerBlock, workerTokensPerBlock } from '../kv/tokens-per-block';
 import type { GetNextServerOptions, RouteResult, RoutingRequest } from '../router.interface';
+import { ROUTED_BLOCKS_SINK, type RoutedBlocksSink } from '../routed-blocks-sink';
 import { RoutingPolicy } from '../routing-policy.decorator';
 import { LeastLoadedPicker } from './least-loaded';
 import { tokenizerArgs } from './policy-args';
@@ -60,6 +61,10 @@ export class KvCacheAwareRouter extends BaseRouter<KvCacheAwareArgs> {
   private tokenizer!: PromptTokenizer;
   private blockSize!: TokensPerBlock;
   private timer?: NodeJS.Timeout;
+
+  constructor(@Optional() @Inject(ROUTED_BLOCKS_SINK) private readonly sink?: RoutedBlocksSink) {
+    super();
+  }
 
   protected override onInit(): void {
     this.tokenizer = new PromptTokenizer(this.args);
@@ -118,7 +123,7 @@ export class KvCacheAwareRouter extends BaseRouter<KvCacheAwareArgs> {
   }
 
   private score(server: ServerState, matchedTokens: number, hashes: readonly BlockKey[][], tpb: number): number {
-    const load = server.activeRequests;
+    const load = server.clusterActiveRequests;
     if (this.args.load_weight === undefined) return matchedTokens / paddedTokens(hashes, tpb) - load / this.args.max_batch_size;
     return matchedTokens / tpb - this.args.load_weight * load;
   }
@@ -128,7 +133,7 @@ export class KvCacheAwareRouter extends BaseRouter<KvCacheAwareArgs> {
     const all = candidates.map((_, i) => i);
     const cap = this.args.load_cap;
     if (cap === undefined) return all;
-    const under = all.filter((i) => candidates[i].activeRequests / this.args.max_batch_size < cap);
+    const under = all.filter((i) => candidates[i].clusterActiveRequests / this.args.max_batch_size < cap);
     return under.length ? under : all;
   }
 
@@ -149,11 +154,15 @@ export class KvCacheAwareRouter extends BaseRouter<KvCacheAwareArgs> {
     // Synchronous, before the answer reaches the client: the next request already sees it.
     if (routed && success) {
       const table = server.kvTable(routed.algo);
+      const ttlMs = this.args.routed_blocks_ttl_s * 1000;
       if (this.args.backfill_block_hashes_on_finish) {
         for (const list of routed.hashes) for (const h of list) table.add(h);
       } else {
-        table.track(routed.hashes.flat(), this.args.routed_blocks_ttl_s * 1000);
+        table.track(routed.hashes.flat(), ttlMs);
       }
+      this.sink?.routed(server, routed.algo, this.args.track_routed_blocks ? routed.hashes.flat() : [], ttlMs);
+    } else if (success) {
+      this.sink?.routed(server, server.kvHashAlgo, [], 0);
     }
     if (this.eventsAligned(server)) await pollKvEvents(server, this.args.kv_events_timeout_s * 1000);
   }
