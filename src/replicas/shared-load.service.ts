@@ -32,6 +32,8 @@ const AGE_SAMPLES = 512;
 export class SharedLoad implements OnModuleInit, OnModuleDestroy {
   private readonly logger = new Logger('SharedLoad');
   private readonly peers = new Map<string, Peer>();
+  /** The replicas alive when the bus was lost: the membership the outage share is computed on. */
+  private frozen?: string[];
   private timer?: NodeJS.Timeout;
   private lastSent = '';
   private lastSentAt = 0;
@@ -49,7 +51,11 @@ export class SharedLoad implements OnModuleInit, OnModuleDestroy {
   ) {}
 
   onModuleInit(): void {
-    this.bus.on('up', () => this.watch());
+    this.bus.on('up', () => {
+      this.frozen = undefined;
+      void this.watch();
+    });
+    this.bus.on('down', () => (this.frozen = this.liveReplicas()));
     this.timer = setInterval(() => this.tick(), this.bus.cluster.load_interval_ms);
     this.timer.unref();
   }
@@ -59,8 +65,9 @@ export class SharedLoad implements OnModuleInit, OnModuleDestroy {
     this.watchStop?.();
   }
 
-  /** Replicas seen alive: this one and every peer heard from within LOAD_TTL_MS. */
+  /** Replicas seen alive: this one and every peer heard from within LOAD_TTL_MS (bus down: as when it was lost). */
   liveReplicas(): string[] {
+    if (this.frozen) return this.frozen;
     return [this.bus.replicaId, ...this.peers.keys()].sort();
   }
 
