@@ -1,7 +1,7 @@
 import { describe, expect, it } from '@jest/globals';
 import { buildConfig as build, type RouterConfigInput } from '../../src/config';
 
-const buildConfig = (input: RouterConfigInput) => build({ generation_servers: { urls: ['http://127.0.0.1:9'] }, ...input });
+const buildConfig = (input: RouterConfigInput, env: NodeJS.ProcessEnv = {}) => build({ generation_servers: { urls: ['http://127.0.0.1:9'] }, ...input }, '<inline config>', env);
 
 describe('cluster config (router replicas)', () => {
   it('is absent by default: a single router needs nothing new', () => {
@@ -19,6 +19,11 @@ describe('cluster config (router replicas)', () => {
       snapshot_interval_s: 5,
       stream_max_age_s: 600,
     });
+  });
+
+  it('takes replica_id from DISAGG_REPLICA_ID, so replicas can share one file', () => {
+    expect(buildConfig({ cluster: { bus: 'nats://nats:4222' } }, { DISAGG_REPLICA_ID: 'router-2' }).cluster?.replica_id).toBe('router-2');
+    expect(buildConfig({}, { DISAGG_REPLICA_ID: 'router-2' }).cluster).toBeUndefined();
   });
 
   it('is strict: unknown keys, other schemes and bad ids are refused', () => {
