@@ -5,7 +5,7 @@ import type { NatsConnection } from '@nats-io/nats-core';
 import { connect } from '@nats-io/transport-node';
 import { EventEmitter } from 'node:events';
 import { hostname } from 'node:os';
-import { ROUTER_CONFIG, type ClusterConfig, type RouterConfig } from '../config';
+import { APP_CONFIG, type ClusterConfig, type AppConfig } from '../config';
 
 export type BusState = 'connecting' | 'connected' | 'degraded';
 
@@ -52,7 +52,7 @@ export class ReplicaBus extends EventEmitter<BusEvents> implements OnModuleInit,
   load?: KV;
   private closing = false;
 
-  constructor(@Inject(ROUTER_CONFIG) config: RouterConfig) {
+  constructor(@Inject(APP_CONFIG) config: AppConfig) {
     super();
     this.setMaxListeners(0);
     if (!config.cluster) throw new Error('ReplicaBus needs the cluster config section');

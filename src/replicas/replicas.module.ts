@@ -1,5 +1,5 @@
 import { DynamicModule, Module } from '@nestjs/common';
-import type { RouterConfig } from '../config';
+import type { AppConfig } from '../config';
 import { ROUTED_BLOCKS_SINK } from '../routing';
 import { ServersModule } from '../servers';
 import { CLUSTER_ADMIN_VIEW, singleRouterView } from './cluster-admin-view';
@@ -20,7 +20,7 @@ import { SharedLoad } from './shared-load.service';
  */
 @Module({})
 export class ReplicasModule {
-  static forRoot(config: RouterConfig): DynamicModule {
+  static forRoot(config: AppConfig): DynamicModule {
     if (!config.cluster) {
       return { module: ReplicasModule, global: true, providers: [{ provide: CLUSTER_ADMIN_VIEW, useValue: singleRouterView }], exports: [CLUSTER_ADMIN_VIEW] };
     }

@@ -1,7 +1,7 @@
 import { describe, expect, it } from '@jest/globals';
-import { buildConfig as build, type RouterConfigInput } from '../../src/config';
+import { buildConfig as build, type AppConfigInput } from '../../src/config';
 
-const buildConfig = (input: RouterConfigInput, env: NodeJS.ProcessEnv = {}) => build({ generation_servers: { urls: ['http://127.0.0.1:9'] }, ...input }, '<inline config>', env);
+const buildConfig = (input: AppConfigInput, env: NodeJS.ProcessEnv = {}) => build({ generation_servers: { urls: ['http://127.0.0.1:9'] }, ...input }, '<inline config>', env);
 
 describe('cluster config (router replicas)', () => {
   it('is absent by default: a single router needs nothing new', () => {

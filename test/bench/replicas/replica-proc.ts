@@ -1,13 +1,13 @@
 import 'reflect-metadata';
 import type { AddressInfo } from 'node:net';
 import { createRouterApp } from '../../../src/app.factory';
-import { buildConfig, type RouterConfigInput } from '../../../src/config';
+import { buildConfig, type AppConfigInput } from '../../../src/config';
 import { ServerRegistry } from '../../../src/servers';
 import { argOf } from '../lib/proc-child';
 
 /** One router replica for the replicas benchmark: config as JSON, prints `PORT n` when ready. */
 async function main(): Promise<void> {
-  const app = await createRouterApp(buildConfig(JSON.parse(argOf('config', '{}')) as RouterConfigInput));
+  const app = await createRouterApp(buildConfig(JSON.parse(argOf('config', '{}')) as AppConfigInput));
   await app.listen(0, '127.0.0.1');
   const registry = app.get(ServerRegistry);
   const deadline = Date.now() + 20_000;
