@@ -31,8 +31,14 @@ interface Routed {
   limit: number;
 }
 
+/** The routing request as the flow owns it: what one pick returned feeds the next pick. */
+interface FlowRouting extends RoutingRequest {
+  tokenIds?: number[];
+  untokenized?: string;
+}
+
 interface Flow {
-  routing: RoutingRequest;
+  routing: FlowRouting;
   kind: RequestKind;
   channel: ClientChannel;
   started: number;
@@ -529,11 +535,14 @@ export class DisaggService {
     }
   }
 
-  /** Records a reservation made by `pick`, to be finished exactly once. */
+  /** Records a reservation made by `pick`, to be finished exactly once; what the pick computed feeds the next one. */
   private picked(flow: Flow, router: Router, role: ServerRole, route: RouteResult): RouteResult {
     flow.pending.push(router);
     flow.trace?.routed(role, router.policy, route);
-    this.events.emit('routed', { role, server: route.server, policy: router.policy, matchedTokens: route.info.matchedTokens, promptTokens: route.info.promptTokens, untokenized: route.info.untokenized });
+    const info = route.info;
+    if (info.tokenIds) flow.routing.tokenIds = info.tokenIds;
+    if (info.untokenized !== undefined) flow.routing.untokenized = info.untokenized;
+    this.events.emit('routed', { role, server: route.server, policy: router.policy, matchedTokens: info.matchedTokens, promptTokens: info.promptTokens, untokenized: info.untokenized });
     return route;
   }
 
