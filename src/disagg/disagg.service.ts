@@ -1,13 +1,13 @@
 import { Inject, Injectable, Optional } from '@nestjs/common';
-import { ROUTER_CONFIG, type RouterConfig } from '../config';
+import { APP_CONFIG, type AppConfig } from '../config';
 import { RequestTracing } from '../observability/tracing';
-import { OpenAiError } from '../openai/openai-error';
+import { HttpApiError } from '../common';
 import { NoServerAvailableError, type RequestKind, type RoutingRequest } from '../routing';
 import { ServerRegistry } from '../servers';
 import { readAnswerText, AnswerTooLargeError } from './answer-body';
 import { channelWithOwnAbort, type ClientChannel } from './client-channel';
 import { defaultNodeId, nextDisaggRequestId } from './disagg-request-id';
-import { RequestEvents } from './request-events';
+import { RequestEvents } from '../request-events';
 import { deadlineError, newFlow, type Flow, type Reservation } from './request-flow';
 import { serializeRequest } from './serialize';
 import { StreamRelay } from './stream-relay';
@@ -15,7 +15,7 @@ import {
   contextRequestBody, conversationIdOf, generationFirstBodies, generationRequestBody, parseContextAnswer, stripContextOnly, withPromptTokens,
 } from './trtllm-protocol';
 import { UpstreamDispatch } from './upstream-dispatch';
-import { ClientGoneError } from './upstream-failure';
+import { ClientGoneError } from '../common';
 import { contextUsageOf, type ContextUsage } from './usage';
 import { workerErrorBody } from './worker-error';
 
@@ -38,7 +38,7 @@ export class DisaggService {
   private readonly nodeId: number;
 
   constructor(
-    @Inject(ROUTER_CONFIG) private readonly config: RouterConfig,
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
     private readonly servers: ServerRegistry,
     private readonly events: RequestEvents,
     private readonly dispatch: UpstreamDispatch,
@@ -65,12 +65,12 @@ export class DisaggService {
       status = await this.run(flow, body, disaggId);
     } catch (caught) {
       const err = caught instanceof NoServerAvailableError
-        ? new OpenAiError(503, caught.message, { code: 'no_server_available', headers: { 'retry-after': '1' } })
+        ? new HttpApiError(503, caught.message, { code: 'no_server_available', headers: { 'retry-after': '1' } })
         : caught instanceof ClientGoneError && flow.deadline.expired
           ? deadlineError(flow)
           : caught;
-      status = err instanceof OpenAiError ? err.getStatus() : err instanceof ClientGoneError ? 499 : 500;
-      if (err instanceof OpenAiError) flow.done.errorKind ??= err.body.error.code ?? err.body.error.type;
+      status = err instanceof HttpApiError ? err.getStatus() : err instanceof ClientGoneError ? 499 : 500;
+      if (err instanceof HttpApiError) flow.done.errorKind ??= err.body.error.code ?? err.body.error.type;
       throw err;
     } finally {
       flow.deadline.clear();
@@ -183,7 +183,7 @@ export class DisaggService {
       const { res, limit } = await this.dispatch.send(flow, 'context', ctx, ctxText, [], this.contextTimeoutMs(), false);
       const text = await readAnswerText(res, limit).catch((err: unknown) => {
         if (!(err instanceof AnswerTooLargeError)) throw err;
-        throw new OpenAiError(502, `context server ${ctxServer.url} sent an answer larger than the limit of ${limit} bytes`, { code: 'answer_too_large' });
+        throw new HttpApiError(502, `context server ${ctxServer.url} sent an answer larger than the limit of ${limit} bytes`, { code: 'answer_too_large' });
       });
       flow.timings.contextEnd = performance.now() - flow.started;
       this.dispatch.finish(flow, ctx.router, res.statusCode === 200);

@@ -1,10 +1,10 @@
 import type { ServerRole } from '../config';
 import type { RequestTrace } from '../observability/tracing';
-import { OpenAiError } from '../openai/openai-error';
+import { HttpApiError } from '../common';
 import type { RequestKind, RouteResult, Router, RoutingRequest } from '../routing';
 import type { ClientChannel } from './client-channel';
 import { RequestDeadline } from './request-deadline';
-import type { RequestDoneEvent, RequestTimings } from './request-events';
+import type { RequestDoneEvent, RequestTimings } from '../request-events';
 
 /** The routing request as the flow owns it: what one pick returned feeds the next pick. */
 export interface FlowRouting extends RoutingRequest {
@@ -76,10 +76,10 @@ export function newFlow(start: FlowStart): Flow {
 }
 
 /** The 504 of a request whose deadline passed (the abort it fired is not the client leaving). */
-export function deadlineError(flow: Flow): OpenAiError {
+export function deadlineError(flow: Flow): HttpApiError {
   const server = flow.upstreamUrl ? `${flow.upstreamRole} server ${flow.upstreamUrl}` : 'the cluster';
   flow.done.errorKind = 'timeout';
   return flow.deadline.expired === 'first_event'
-    ? new OpenAiError(504, `${server} sent no event within timeouts.generation_first_byte_s`, { code: 'upstream_timeout' })
-    : new OpenAiError(504, `the request did not complete within timeouts.request_s (${flow.deadline.requestMs / 1000} s), waiting on ${server}`, { code: 'upstream_timeout' });
+    ? new HttpApiError(504, `${server} sent no event within timeouts.generation_first_byte_s`, { code: 'upstream_timeout' })
+    : new HttpApiError(504, `the request did not complete within timeouts.request_s (${flow.deadline.requestMs / 1000} s), waiting on ${server}`, { code: 'upstream_timeout' });
 }

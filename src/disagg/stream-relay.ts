@@ -1,12 +1,13 @@
 import { Injectable, Logger } from '@nestjs/common';
-import { OpenAiError } from '../openai/openai-error';
+import { HttpApiError } from '../common';
 import type { RequestKind } from '../routing';
-import { RequestEvents } from './request-events';
+import { RequestEvents } from '../request-events';
 import type { Flow } from './request-flow';
 import { SseUsageRewriter } from './sse-usage-rewriter';
 import { parseJsonObject } from './trtllm-protocol';
 import { UpstreamDispatch, type Dispatched } from './upstream-dispatch';
-import { ClientGoneError, classifyTransportError } from './upstream-failure';
+import { ClientGoneError } from '../common';
+import { classifyTransportError } from '../http-session';
 import { rewriteUsage, type ContextUsage } from './usage';
 import { workerErrorBody } from './worker-error';
 
@@ -108,7 +109,7 @@ export class StreamRelay {
 
   /** A final OpenAI-style error event once the stream has started, then the end. */
   private async streamError(flow: Flow, status: number, message: string): Promise<void> {
-    const err = new OpenAiError(status, message);
+    const err = new HttpApiError(status, message);
     this.logger.warn(`[${flow.channel.requestId}] ${message}`);
     if (!flow.channel.abort.aborted) {
       await flow.channel.write(`data: ${JSON.stringify(err.body)}\n\n`)?.catch(() => undefined);

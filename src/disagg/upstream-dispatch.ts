@@ -1,17 +1,15 @@
 import { Inject, Injectable, Logger, Optional } from '@nestjs/common';
 import type { Dispatcher } from 'undici';
 import { AdmissionService } from '../admission/admission.service';
-import { ROUTER_CONFIG, type RouterConfig, type ServerRole } from '../config';
-import { HttpSessionClosedError, HttpSessionProvider } from '../http-session';
-import { OpenAiError } from '../openai/openai-error';
-import { NoServerAvailableError, RouterManager, type RequestKind, type RouteResult, type Router } from '../routing';
+import { APP_CONFIG, type AppConfig, type ServerRole } from '../config';
+import { classifyTransportError, clientSafeCode, HttpSessionClosedError, HttpSessionProvider } from '../http-session';
+import { HttpApiError } from '../common';
+import { NoServerAvailableError, RouterRegistry, type RouteResult, type Router } from '../routing';
 import { AnswerTooLargeError, answerLimitFor, readAnswerText } from './answer-body';
-import { RequestEvents, type UpstreamFailureEvent } from './request-events';
+import { RequestEvents, type UpstreamFailureEvent } from '../request-events';
 import type { Flow, Reservation } from './request-flow';
 import { SameServerRetry } from './same-server-retry';
-import { ClientGoneError, classifyTransportError, clientSafeCode, type UpstreamFailureKind } from './upstream-failure';
-
-const PATHS: Record<RequestKind, string> = { completion: '/v1/completions', chat: '/v1/chat/completions' };
+import { ClientGoneError, INFERENCE_PATH, type UpstreamFailureKind } from '../common';
 
 /** A call that got an answer head: the server's reservation, its answer, and how large it may grow. */
 export interface Dispatched extends Reservation {
@@ -33,9 +31,9 @@ export class UpstreamDispatch {
   };
 
   constructor(
-    @Inject(ROUTER_CONFIG) private readonly config: RouterConfig,
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
     private readonly session: HttpSessionProvider,
-    private readonly routers: RouterManager,
+    private readonly routers: RouterRegistry,
     private readonly events: RequestEvents,
     @Optional() private readonly admission?: AdmissionService,
   ) {}
@@ -91,7 +89,7 @@ export class UpstreamDispatch {
       try {
         const res = await this.session.request({
           origin: server.origin,
-          path: PATHS[flow.kind],
+          path: INFERENCE_PATH[flow.kind],
           method: 'POST',
           headers,
           body,
@@ -116,16 +114,16 @@ export class UpstreamDispatch {
         else this.events.emit('upstreamFailure', event);
         failures.push(`${server.url} answered ${status}`);
       } catch (err) {
-        if (err instanceof OpenAiError) throw err;
+        if (err instanceof HttpApiError) throw err;
         this.finish(flow, router, false);
-        if (err instanceof HttpSessionClosedError) throw new OpenAiError(503, 'the router is shutting down', { code: 'shutting_down' });
+        if (err instanceof HttpSessionClosedError) throw new HttpApiError(503, 'the router is shutting down', { code: 'shutting_down' });
         if (flow.channel.abort.aborted) throw new ClientGoneError();
         const kind = classifyTransportError(err);
         this.events.emit('upstreamFailure', { requestId: flow.channel.requestId, role, server, kind, detail: (err as Error).message });
         if (kind === 'timeout') {
           if (unproven) this.reportFailures(unproven, 'status_500');
           flow.done.errorKind = 'timeout';
-          throw new OpenAiError(504, `${role} server ${server.url} did not answer within ${timeoutMs / 1000} s`, { code: 'upstream_timeout' });
+          throw new HttpApiError(504, `${role} server ${server.url} did not answer within ${timeoutMs / 1000} s`, { code: 'upstream_timeout' });
         }
         failures.push(`${server.url}: ${clientSafeCode(err, kind)}`);
       }
@@ -134,7 +132,7 @@ export class UpstreamDispatch {
     }
     if (unproven) this.reportFailures(unproven, 'status_500');
     flow.done.errorKind = 'upstream_failed';
-    throw new OpenAiError(502, `${role} server failed after ${failures.length} attempt(s): ${failures.join('; ')}`, { code: 'upstream_error' });
+    throw new HttpApiError(502, `${role} server failed after ${failures.length} attempt(s): ${failures.join('; ')}`, { code: 'upstream_error' });
   }
 
   /** A non-streamed answer whole, within its size limit; transport failures become 502/504. */
@@ -164,7 +162,7 @@ export class UpstreamDispatch {
   badResponse(flow: Flow, role: ServerRole, route: RouteResult, what: string, code = 'bad_upstream_response'): never {
     this.events.emit('upstreamFailure', { requestId: flow.channel.requestId, role, server: route.server, kind: 'bad_response', detail: what });
     flow.done.errorKind = 'bad_response';
-    throw new OpenAiError(502, `${role} server ${route.server.url} sent ${what}`, { code });
+    throw new HttpApiError(502, `${role} server ${route.server.url} sent ${what}`, { code });
   }
 
   /** A failure of an answer under way: the client's leaving, or a 502/504 naming the server. */
@@ -174,8 +172,8 @@ export class UpstreamDispatch {
     flow.done.errorKind = kind;
     this.events.emit('upstreamFailure', { requestId: flow.channel.requestId, role, server: route.server, kind, detail: (err as Error).message });
     const url = route.server.url;
-    if (kind === 'timeout') return new OpenAiError(504, `${role} server ${url} timed out`, { code: 'upstream_timeout' });
-    return new OpenAiError(502, `${role} server ${url} failed mid-answer (${kind})`, { code: 'upstream_error' });
+    if (kind === 'timeout') return new HttpApiError(504, `${role} server ${url} timed out`, { code: 'upstream_timeout' });
+    return new HttpApiError(502, `${role} server ${url} failed mid-answer (${kind})`, { code: 'upstream_error' });
   }
 
   /** The pick of a retry: another server, or the failed one after a backoff when none is left. */
