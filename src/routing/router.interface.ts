@@ -1,7 +1,8 @@
 import type { ServerRole } from '../config';
+import type { PromptKind } from '../tokenizer';
 import type { ServerState } from '../servers';
 
-export type RequestKind = 'completion' | 'chat';
+export type RequestKind = PromptKind;
 
 /**
  * What a router sees of a client request. `id` is owned by the router layer (one per client

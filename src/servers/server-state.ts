@@ -1,7 +1,7 @@
 import { Logger } from '@nestjs/common';
 import type { ServerRole } from '../config';
 import type { HttpSessionProvider } from '../http-session';
-import { KvBlockTable } from './kv-block-table';
+import { KvBlockTable } from '../kv-cache/kv-block-table';
 
 export type ServerStatus = 'preparing' | 'ready' | 'draining' | 'unhealthy';
 export type ServerSource = 'config' | 'etcd' | 'admin' | 'cluster';

@@ -2,8 +2,8 @@ import { afterEach, describe, expect, it } from '@jest/globals';
 import { blockHashChain } from '../../src/kv-cache/block-hash';
 import { v2Sha256Chain } from '../../src/kv-cache/block-hash-v2';
 import { cacheSaltId } from '../../src/kv-cache/cache-salt';
-import { applyKvEvents, KvCacheAwareRouter, kvCacheAwareArgs } from '../../src/routing';
-import { KvBlockTable } from '../../src/servers';
+import { applyKvEvents, KvBlockTable } from '../../src/kv-cache';
+import { KvCacheAwareRouter, kvCacheAwareArgs } from '../../src/routing';
 import { makeRouter, request, servers, tokens } from './support/policy-harness';
 
 const TPB = 4;

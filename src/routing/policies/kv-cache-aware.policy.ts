@@ -1,12 +1,9 @@
 import { Logger } from '@nestjs/common';
 import { z } from 'zod';
-import { cacheSaltIdOf } from '../../kv-cache/cache-salt';
-import type { BlockKey, ServerState } from '../../servers';
+import { blockHashesFor, cacheSaltIdOf, isPolling, paddedTokens, pollKvEvents, TokensPerBlock, workerTokensPerBlock, type BlockKey } from '../../kv-cache';
+import type { ServerState } from '../../servers';
+import { PromptTokenizer } from '../../tokenizer';
 import { BaseRouter } from '../base-router';
-import { blockHashesFor, paddedTokens } from '../kv/block-hashes';
-import { isPolling, pollKvEvents } from '../kv/kv-event-poller';
-import { PromptTokenizer } from '../kv/prompt-tokenizer';
-import { TokensPerBlock, workerTokensPerBlock } from '../kv/tokens-per-block';
 import type { GetNextServerOptions, RouteResult, RoutingRequest } from '../router.interface';
 import { RoutingPolicy } from '../routing-policy.decorator';
 import { LeastLoadedPicker } from './least-loaded';

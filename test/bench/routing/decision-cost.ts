@@ -1,9 +1,9 @@
 import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
 import { blockHashChain } from '../../../src/kv-cache/block-hash';
 import { DEFAULT_HTTP_SESSION_OPTIONS, HttpSessionProvider } from '../../../src/http-session';
-import { ConversationRouter, KvCacheAwareRouter, LoadBalancingRouter, PromptTokenizer, RoundRobinRouter, type BaseRouter, type RoutingRequest } from '../../../src/routing';
+import { ConversationRouter, KvCacheAwareRouter, LoadBalancingRouter, RoundRobinRouter, type BaseRouter, type RoutingRequest } from '../../../src/routing';
 import { ServerState } from '../../../src/servers';
-import { getTokenizer } from '../../../src/tokenizer';
+import { getTokenizer, PromptTokenizer } from '../../../src/tokenizer';
 import { runScript } from '../lib/run-script';
 
 /**
@@ -62,12 +62,12 @@ async function tokenizationCost(): Promise<string[]> {
   const rows: string[] = [];
   for (const threads of [0, 1]) {
     const tok = new PromptTokenizer({ tokenizer: 'qwen3', tokenizer_threads: threads });
-    await tok.tokenLists({ id: 'warm', kind: 'completion', body: { prompt: text } });
+    await tok.tokenLists({ kind: 'completion', body: { prompt: text } });
     const h = monitorEventLoopDelay({ resolution: 1 });
     h.enable();
     const t0 = performance.now();
     for (let i = 0; i < 20; i++) {
-      await tok.tokenLists({ id: `t${i}`, kind: 'completion', body: { prompt: text + i } });
+      await tok.tokenLists({ kind: 'completion', body: { prompt: text + i } });
       await new Promise((r) => setImmediate(r));
     }
     const per = (performance.now() - t0) / 20;

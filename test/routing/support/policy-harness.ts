@@ -1,8 +1,8 @@
 import { DEFAULT_HTTP_SESSION_OPTIONS, HttpSessionProvider } from '../../../src/http-session';
 import type { BaseRouter } from '../../../src/routing';
 import type { RequestKind, RoutingRequest } from '../../../src/routing';
-import { ServerState, type BlockKey } from '../../../src/servers';
-import { blockHashChain } from '../../../src/kv-cache/block-hash';
+import { blockHashChain, type BlockKey } from '../../../src/kv-cache';
+import { ServerState } from '../../../src/servers';
 
 /** A session that is never opened: policies under unit test must not need the network. */
 export function closedSession(): HttpSessionProvider {

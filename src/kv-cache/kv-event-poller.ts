@@ -1,7 +1,7 @@
 import { Logger } from '@nestjs/common';
-import { HttpSessionClosedError } from '../../http-session';
+import { HttpSessionClosedError } from '../http-session';
 import { parseKvEventsFast } from './fast-kv-events';
-import type { ServerState } from '../../servers';
+import type { ServerState } from '../servers';
 import { applyKvEvents, type AppliedEvents } from './kv-event-applier';
 
 const logger = new Logger('KvEventPoller');

@@ -1,4 +1,4 @@
-import type { ServerState } from '../../servers';
+import type { ServerState } from '../servers';
 
 /** TensorRT-LLM's block size when neither the config nor any worker says. */
 export const DEFAULT_TOKENS_PER_BLOCK = 32;

@@ -1,5 +1,5 @@
-import type { KvCacheEvent } from '../../kv-cache/kv-events';
-import type { ServerState } from '../../servers';
+import type { KvCacheEvent } from './kv-events';
+import type { ServerState } from '../servers';
 
 export interface AppliedEvents {
   stored: number;
