@@ -1,72 +1,93 @@
-import { Logger } from '@nestjs/common';
+import { Inject, Injectable, Logger, Optional } from '@nestjs/common';
 import { HttpSessionClosedError } from '../http-session';
+import { WorkerClient } from '../worker-client';
 import { parseKvEventsFast } from './fast-kv-events';
-import type { ServerState } from '../servers';
-import { applyKvEvents, type AppliedEvents } from './kv-event-applier';
-
-const logger = new Logger('KvEventPoller');
+import { KvEventApplier } from './kv-event-applier';
+import { KV_EVENT_PUBLISHER, KV_METRICS, KV_POLL_OWNERSHIP, type KvEventPublisher, type KvMetrics, type KvPollOwnership } from './kv-seams';
 
 interface PollState {
-  running?: Promise<void>;
+  running: Promise<void>;
   /** Another poll was asked for while one was running: run once more after it. */
   again: boolean;
 }
 
-/** Per worker, shared by every router (a runtime policy switch may overlap two). */
-const polls = new WeakMap<ServerState, PollState>();
-
 export interface PollOutcome {
   ok: boolean;
-  applied?: AppliedEvents;
+  /** Events that changed the block tables. */
+  applied?: number;
   error?: string;
 }
 
 /**
- * Fetches a worker's KV cache events (a destructive read) and applies them. Polls of one
- * worker never overlap: two answers applied out of order could re-add a block the later one
- * removed. A poll asked for while one runs is coalesced into a single follow-up. Never
- * throws: a failed poll only leaves the table as it was.
+ * Drains the KV cache events of the workers this router owns (a destructive read) and hands
+ * them to the applier, then to the publisher. Polls of one worker never overlap: two answers
+ * applied out of order could re-add a block the later one removed. A poll asked for while one
+ * runs is coalesced into a single follow-up. Never throws: a failed poll leaves the tables as
+ * they were and counts in `kv_poll_errors_total`.
  */
-export function pollKvEvents(server: ServerState, timeoutMs: number): Promise<void> {
-  let state = polls.get(server);
-  if (!state) {
-    state = { again: false };
-    polls.set(server, state);
-  }
-  if (state.running) {
-    state.again = true;
+@Injectable()
+export class KvEventPoller {
+  private readonly logger = new Logger(KvEventPoller.name);
+  /** Per worker URL, shared by every router (a runtime policy switch may overlap two). */
+  private readonly polls = new Map<string, PollState>();
+
+  constructor(
+    private readonly workers: WorkerClient,
+    private readonly applier: KvEventApplier,
+    @Inject(KV_POLL_OWNERSHIP) private readonly ownership: KvPollOwnership,
+    @Inject(KV_EVENT_PUBLISHER) private readonly publisher: KvEventPublisher,
+    @Optional() @Inject(KV_METRICS) private readonly metrics?: KvMetrics,
+  ) {}
+
+  /** Polls the worker at `serverUrl` unless another replica owns it; resolves when done. */
+  poll(serverUrl: string, timeoutMs: number): Promise<void> {
+    const current = this.polls.get(serverUrl);
+    if (current) {
+      current.again = true;
+      return current.running;
+    }
+    if (!this.ownership.owns(serverUrl)) return Promise.resolve();
+    const state = { again: false } as PollState;
+    state.running = (async () => {
+      try {
+        do {
+          state.again = false;
+          await this.pollOnce(serverUrl, timeoutMs);
+        } while (state.again);
+      } finally {
+        this.polls.delete(serverUrl);
+      }
+    })();
+    this.polls.set(serverUrl, state);
     return state.running;
   }
-  const s = state;
-  s.running = (async () => {
-    try {
-      do {
-        s.again = false;
-        await pollOnce(server, timeoutMs);
-      } while (s.again);
-    } finally {
-      s.running = undefined;
-    }
-  })();
-  return s.running;
-}
 
-/** One fetch-and-apply; resolves with what happened (for tests and the periodic poller). */
-export async function pollOnce(server: ServerState, timeoutMs: number): Promise<PollOutcome> {
-  try {
-    const text = await server.fetchKvEventsText(timeoutMs);
-    if (!text.trim()) return { ok: true, applied: { stored: 0, removed: 0, ignored: 0 } };
-    return { ok: true, applied: applyKvEvents(server, parseKvEventsFast(text)) };
-  } catch (err) {
-    // Outside the session's lifetime there is nothing to poll with; not a worker fault.
-    if (!(err instanceof HttpSessionClosedError)) {
-      logger.warn(`failed to poll KV cache events from ${server.url}: ${(err as Error).message}`);
-    }
-    return { ok: false, error: (err as Error).message };
+  /** Whether a poll of this worker is in flight. */
+  isPolling(serverUrl: string): boolean {
+    return this.polls.has(serverUrl);
   }
-}
 
-/** Whether a poll of this worker is in flight (tests wait for quiet). */
-export function isPolling(server: ServerState): boolean {
-  return polls.get(server)?.running !== undefined;
+  /** One drain-and-apply; resolves with what happened. */
+  async pollOnce(serverUrl: string, timeoutMs: number): Promise<PollOutcome> {
+    let events;
+    try {
+      const text = await this.workers.drainKvEvents(serverUrl, timeoutMs);
+      if (!text.trim()) return { ok: true, applied: 0 };
+      events = parseKvEventsFast(text);
+    } catch (err) {
+      // Outside the session's lifetime there is nothing to poll with; not a worker fault.
+      if (!(err instanceof HttpSessionClosedError)) {
+        this.metrics?.kvPollError(serverUrl);
+        this.logger.warn(`failed to poll KV cache events from ${serverUrl}: ${(err as Error).message}`);
+      }
+      return { ok: false, error: (err as Error).message };
+    }
+    const applied = this.applier.apply(serverUrl, events);
+    try {
+      if (events.length) this.publisher.publish(serverUrl, events);
+    } catch (err) {
+      this.logger.warn(`failed to publish the KV cache events of ${serverUrl}: ${(err as Error).message}`);
+    }
+    return { ok: true, applied };
+  }
 }
