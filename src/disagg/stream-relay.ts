@@ -7,8 +7,8 @@ import { UpstreamDispatch, type Dispatched } from './upstream-dispatch';
 import { rewriteUsage, type ContextUsage } from './usage';
 import { workerErrorBody } from './worker-error';
 import { HttpApiError, ClientGoneError } from '../common';
-import { RequestEvents } from '../request-events';
 import { classifyTransportError } from '../http-session';
+import { RequestEvents } from '../request-events';
 
 /**
  * The answer's way to the client: the generation worker's answer (whole or streamed as SSE),

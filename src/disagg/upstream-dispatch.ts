@@ -4,11 +4,11 @@ import { AdmissionService } from '../admission/admission.service';
 import { ClientGoneError, HttpApiError, INFERENCE_PATH, type UpstreamFailureKind } from '../common';
 import { APP_CONFIG, type AppConfig, type ServerRole } from '../config';
 import { HttpSessionClosedError, HttpSessionProvider, classifyTransportError, clientSafeCode } from '../http-session';
-import { RequestEvents, type UpstreamFailureEvent } from '../request-events';
 import { NoServerAvailableError, RouterRegistry, type RequestKind, type RouteResult, type Router } from '../routing';
 import { AnswerTooLargeError, answerLimitFor, readAnswerText } from './answer-body';
 import type { Flow, Reservation } from './request-flow';
 import { SameServerRetry } from './same-server-retry';
+import { RequestEvents, type UpstreamFailureEvent } from '../request-events';
 
 
 /** A call that got an answer head: the server's reservation, its answer, and how large it may grow. */
