@@ -3,11 +3,12 @@ import { EventEmitter } from 'node:events';
 import { APP_CONFIG, type AppConfig } from '../config';
 import { HttpSessionClosedError } from '../http-session';
 import { ServerRegistry, type EjectionInfo, type HealthResult, type ServerState } from '../servers';
+import { WorkerClient } from '../worker-client';
 import { CircuitBreaker } from './circuit-breaker';
 import { healthOptionsFrom, type HealthOptions } from './health-options';
 import { ServerPreparer } from './server-preparer.service';
-import { RequestEvents, type RequestDoneEvent, type UpstreamFailureEvent } from '../request-events';
 import type { UpstreamFailureKind } from '../common';
+import { RequestEvents, type RequestDoneEvent, type UpstreamFailureEvent } from '../request-events';
 
 /** Request failures that count toward a server's circuit breaker (a client leaving does not). */
 const BREAKER_KINDS: ReadonlySet<UpstreamFailureKind> = new Set(['status_5xx', 'reset', 'timeout', 'connect']);
@@ -46,6 +47,7 @@ export class HealthMonitor implements OnApplicationBootstrap, OnModuleDestroy {
     private readonly registry: ServerRegistry,
     private readonly preparer: ServerPreparer,
     private readonly requests: RequestEvents,
+    private readonly workers: WorkerClient,
   ) {
     this.options = healthOptionsFrom(config);
     this.emitter.setMaxListeners(0);
@@ -125,7 +127,8 @@ export class HealthMonitor implements OnApplicationBootstrap, OnModuleDestroy {
         this.trackReachability(server, !prepared.unreachable);
         return;
       }
-      const result = await server.checkHealth(this.options.timeoutMs);
+      const result = await this.workers.health(server.url, this.options.timeoutMs);
+      server.recordHealth(result);
       if (this.stopped || this.registry.get(server.id) !== server) return;
       this.apply(server, result);
     } catch (err) {

@@ -2,7 +2,6 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { MetricsService } from '../../src/observability';
 import { InFlightRequests } from '../../src/observability/context/in-flight-requests';
 import { ServerRegistry, ServerState } from '../../src/servers';
-import { HttpSessionProvider } from '../../src/http-session';
 import { contextHandler, FakeWorker, generationHandler, json, type FakeHandler } from '../support/fake-worker';
 import { postJson, startRouter, waitFor, type RunningRouter } from '../support/router-app';
 import { parsePrometheusText, sampleValue, samplesOf, scrape } from './prom-text';
@@ -182,9 +181,8 @@ describe('GET /metrics', () => {
   it('keeps label cardinality bounded when unknown servers and reasons appear', async () => {
     const events = router.app.get(RequestEvents);
     const metrics = router.app.get(MetricsService);
-    const session = router.app.get(HttpSessionProvider);
     for (let i = 0; i < 50; i++) {
-      const stranger = new ServerState({ url: `http://10.0.0.${i}:9000`, role: 'generation', source: 'etcd' }, session);
+      const stranger = new ServerState({ url: `http://10.0.0.${i}:9000`, role: 'generation', source: 'etcd' });
       events.emit('upstreamFailure', { requestId: `r${i}`, role: 'generation', server: stranger, kind: 'connect', detail: 'refused' });
       events.emit('routed', { role: 'generation', server: stranger, policy: `policy_${i}` });
       metrics.kvPollError(`10.0.1.${i}:8000`);

@@ -1,4 +1,4 @@
-import type { BlockKey } from '../../servers';
+import type { BlockKey } from './kv-block-table';
 
 interface TrieNode {
   children: Map<BlockKey, TrieNode>;

@@ -1,8 +1,8 @@
 import { describe, expect, it } from '@jest/globals';
 import { parseKvEvents, serializeKvEvents } from '../../src/kv-cache/kv-events';
-import { applyKvEvents, parseKvEventsFast } from '../../src/routing';
+import { applyKvEvents, parseKvEventsFast } from '../../src/kv-cache';
 import { SimKvCache } from '../../src/simulator';
-import { servers, tokens } from './support/policy-harness';
+import { servers, tokens } from '../routing/support/policy-harness';
 
 describe('parsing and applying KV cache events', () => {
   const sim = () => new SimKvCache({ capacityBlocks: 8, tokensPerBlock: 4, windowSize: 4096, maxBufferedEvents: 1000 });

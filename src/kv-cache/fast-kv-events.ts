@@ -1,4 +1,4 @@
-import { parseKvEvents, type KvCacheEvent } from '../../kv-cache/kv-events';
+import { parseKvEvents, type KvCacheEvent } from './kv-events';
 
 /** A digit string the rewrite below turned into a JSON string, so it keeps all 64 bits. */
 const MARK = '#';

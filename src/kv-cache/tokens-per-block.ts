@@ -1,10 +1,10 @@
-import type { ServerState } from '../../servers';
+import type { KvWorker } from './kv-worker';
 
 /** TensorRT-LLM's block size when neither the config nor any worker says. */
 export const DEFAULT_TOKENS_PER_BLOCK = 32;
 
 /** The `tokens_per_block` a worker announces in /server_info, if it is a usable one. */
-export function workerTokensPerBlock(server: ServerState): number | undefined {
+export function workerTokensPerBlock(server: Pick<KvWorker, 'serverInfo'>): number | undefined {
   const tpb = server.serverInfo?.tokens_per_block;
   return typeof tpb === 'number' && Number.isInteger(tpb) && tpb > 0 ? tpb : undefined;
 }
@@ -19,7 +19,7 @@ export class TokensPerBlock {
   constructor(private readonly configured: number | undefined) {}
 
   /** Adopts the first announced size among `servers` when none is configured or adopted yet. */
-  resolve(servers: readonly ServerState[]): number {
+  resolve(servers: readonly Pick<KvWorker, 'serverInfo'>[]): number {
     if (this.configured !== undefined) return this.configured;
     if (this.adopted === undefined) {
       for (const s of servers) {

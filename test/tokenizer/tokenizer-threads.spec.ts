@@ -1,7 +1,6 @@
 import { afterAll, describe, expect, it } from '@jest/globals';
-import { acquireTokenizerThreads, PromptTokenizer, releaseTokenizerThreads } from '../../src/routing';
-import { getTokenizer } from '../../src/tokenizer';
-import { request } from './support/policy-harness';
+import { acquireTokenizerThreads, getTokenizer, PromptTokenizer, releaseTokenizerThreads } from '../../src/tokenizer';
+import { request } from '../routing/support/policy-harness';
 
 describe('tokenization on worker threads', () => {
   const prompt = 'Disaggregated serving splits prefill and decode. '.repeat(50) + 'Ünïcødé and emoji 🚀 too.';

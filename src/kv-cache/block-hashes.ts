@@ -1,5 +1,5 @@
-import { blockKeyChain, KV_HASH_ALGOS } from '../../kv-cache/hash-algos';
-import type { BlockKey } from '../../servers';
+import { blockKeyChain, KV_HASH_ALGOS } from './hash-algos';
+import type { BlockKey } from './kv-block-table';
 
 /** Hash algorithms whose block keys the router can compute from token ids. */
 export const SUPPORTED_HASH_ALGOS: readonly string[] = KV_HASH_ALGOS;

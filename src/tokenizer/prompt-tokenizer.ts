@@ -1,6 +1,8 @@
-import { getTokenizer, renderQwen3Chat, type ChatMessage } from '../../tokenizer';
-import { ChatTemplateError, type ChatTemplateInput } from '../../tokenizer/hf/chat-template';
-import type { RoutingRequest } from '../router.interface';
+import { getTokenizer } from './builtin-tokenizers';
+import { renderQwen3Chat } from './chatml-template';
+import type { ChatMessage } from './text-tokenizer';
+import { ChatTemplateError, type ChatTemplateInput } from './hf/chat-template';
+import type { PromptRequest } from './prompt-request';
 import { loadModelTokenizer, ModelTokenizerResolver, type ModelTokenizer } from './model-tokenizers';
 import { chatRendersPlainly, promptSourceOf } from './prompt-tokens';
 import { acquireTokenizerThreads, releaseTokenizerThreads, THREADED_TOKENIZERS, type TokenizerThreadPool } from './tokenizer-threads';
@@ -49,7 +51,7 @@ export class PromptTokenizer {
     if (dir !== undefined) this.configured = loadModelTokenizer(dir, args.tokenizer_threads === 0);
   }
 
-  async tokenize(request: RoutingRequest): Promise<PromptTokens> {
+  async tokenize(request: PromptRequest): Promise<PromptTokens> {
     if (request.tokenIds) return { lists: [request.tokenIds], tokenIds: request.tokenIds };
     const source = promptSourceOf(request.kind, request.body);
     if (source.type === 'tokens') return { lists: source.tokenLists };
@@ -88,7 +90,7 @@ export class PromptTokenizer {
   }
 
   /** The simulator's tokenizers (Qwen3, bytes), chats in Qwen3's layout. */
-  private async builtinLists(request: RoutingRequest, name: string): Promise<PromptTokens> {
+  private async builtinLists(request: PromptRequest, name: string): Promise<PromptTokens> {
     const source = promptSourceOf(request.kind, request.body);
     const threads = this.args.tokenizer_threads;
     if (threads > 0 && THREADED_TOKENIZERS.includes(name)) this.builtinPool ??= acquireTokenizerThreads(name, threads);

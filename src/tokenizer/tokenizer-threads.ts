@@ -1,5 +1,5 @@
 import { Worker } from 'node:worker_threads';
-import { LOAD_HF_TOKENIZER_SOURCE } from '../../tokenizer/hf/hf-tokenizer-source';
+import { LOAD_HF_TOKENIZER_SOURCE } from './hf/hf-tokenizer-source';
 
 /**
  * Tokenization off the event loop: Qwen3's BPE costs about 2 ms per 1,000 tokens on this

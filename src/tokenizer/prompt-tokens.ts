@@ -1,6 +1,5 @@
-import type { ChatMessage } from '../../tokenizer';
-import { messageText } from '../../tokenizer';
-import type { RequestKind } from '../router.interface';
+import { messageText, type ChatMessage } from './text-tokenizer';
+import type { PromptKind } from './prompt-request';
 
 /** What a policy tokenizes: token ids already in the request, or text to encode. */
 export type PromptSource =
@@ -13,7 +12,7 @@ export type PromptSource =
  * (used as is) or `messages`; completion `prompt` as token ids, a list of token-id lists, a
  * string or a list of strings.
  */
-export function promptSourceOf(kind: RequestKind, body: Readonly<Record<string, unknown>>): PromptSource {
+export function promptSourceOf(kind: PromptKind, body: Readonly<Record<string, unknown>>): PromptSource {
   if (kind === 'chat') {
     const ids = body.prompt_token_ids;
     if (isTokenIds(ids)) return { type: 'tokens', tokenLists: [ids] };
@@ -32,7 +31,7 @@ export function promptSourceOf(kind: RequestKind, body: Readonly<Record<string, 
 }
 
 /** Token ids given by the client itself, if any. */
-export function tokenListsInBody(kind: RequestKind, body: Readonly<Record<string, unknown>>): number[][] | undefined {
+export function tokenListsInBody(kind: PromptKind, body: Readonly<Record<string, unknown>>): number[][] | undefined {
   const source = promptSourceOf(kind, body);
   return source.type === 'tokens' ? source.tokenLists : undefined;
 }
@@ -41,7 +40,7 @@ export function tokenListsInBody(kind: RequestKind, body: Readonly<Record<string
  * A canonical text of the request content without tokenizing (ConversationRouter's
  * `_extract_text`): chat as `role:content` lines, completion prompts joined by newlines.
  */
-export function requestText(kind: RequestKind, body: Readonly<Record<string, unknown>>): string {
+export function requestText(kind: PromptKind, body: Readonly<Record<string, unknown>>): string {
   if (kind === 'chat') {
     const messages = Array.isArray(body.messages) ? (body.messages as ChatMessage[]) : [];
     return messages.map((m) => `${m?.role ?? ''}:${messageText(m?.content)}`).join('\n');

@@ -1,10 +1,10 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { Logger } from '@nestjs/common';
-import { ChatTemplates } from '../../tokenizer/hf/chat-template';
-import { hasTokenizerFiles, hfCachedSnapshot, hfHubCacheDir } from '../../tokenizer/hf/hf-hub-cache';
-import { hfTokenizerLoader, type HfEncoder } from '../../tokenizer/hf/hf-tokenizer-source';
-import { projectRequire } from '../../tokenizer/package-resolver';
+import { ChatTemplates } from './hf/chat-template';
+import { hasTokenizerFiles, hfCachedSnapshot, hfHubCacheDir } from './hf/hf-hub-cache';
+import { hfTokenizerLoader, type HfEncoder } from './hf/hf-tokenizer-source';
+import { projectRequire } from './package-resolver';
 
 const logger = new Logger('ModelTokenizers');
 
