@@ -98,7 +98,7 @@ describe('tracing of a retried call', () => {
   });
   const cluster = useRouterCluster({
     workers: { ctx: contextHandler(), gen: generationHandler(), failing: (_req, res) => json(res, 500, { error: 'boom' }) },
-    config: ({ workers: { ctx, gen, failing } }) => ({
+    config: ({ ctx, gen, failing }) => ({
       max_retries: 1,
       otlp_config: { otlp_traces_endpoint: `${receiver.url}/v1/traces` },
       context_servers: { urls: [failing.url, ctx.url], router: { type: 'round_robin' } },

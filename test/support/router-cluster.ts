@@ -8,21 +8,17 @@ import { startRouter, type RunningRouter } from './router-app';
 /** A scripted worker: its handler, or how to start it (a worker set up beyond its handler). */
 export type WorkerSpec = FakeHandler | { start: () => Promise<FakeWorker> };
 
-/** What a config function sees: the workers started before the router. */
-export interface StartedWorkers<W extends string> {
-  workers: Record<W, FakeWorker>;
-  sim: SimCluster | undefined;
-}
-
 export interface RouterClusterOptions<W extends string> {
   /** Scripted workers, by name, started in this order before the router. */
   workers?: Record<W, WorkerSpec>;
   /** A simulated cluster started before the router. */
   sim?: SimClusterOptions;
-  /** The router's config; a function builds it from the started workers. */
-  config?: RouterConfigInput | ((started: StartedWorkers<W>) => RouterConfigInput);
+  /** The router's config; a function builds it from the cluster, whose workers are started. */
+  config?: RouterConfigInput | ((cluster: RouterCluster<W>) => RouterConfigInput);
   /** Extra modules booted with the app (test policies, ...). */
   imports?: ModuleMetadata['imports'];
+  /** Runs once the workers are started, before the router starts. */
+  beforeRouter?: (cluster: RouterCluster<W>) => Promise<void> | void;
   /** Wait until every configured server that answers is prepared (default true). */
   waitReady?: boolean;
   /** Checked after every test (leak checks: counters back to zero, ...). */
@@ -69,7 +65,8 @@ export function useRouterCluster<W extends string = never>(options: RouterCluste
       workers[name] = typeof spec === 'function' ? await new FakeWorker(spec).start() : await spec.start();
     }
     if (options.sim) sim = await startSimCluster(options.sim);
-    const config = typeof options.config === 'function' ? options.config({ workers, sim }) : (options.config ?? {});
+    await options.beforeRouter?.(cluster);
+    const config = typeof options.config === 'function' ? options.config(cluster) : (options.config ?? {});
     router = await startRouter(config, options.imports, { waitReady: options.waitReady });
   });
   afterAll(async () => {
@@ -103,7 +100,7 @@ export function useFakeCluster(
   return useRouterCluster({
     ...rest,
     workers: { ctx: ctx ?? contextHandler(), gen: gen ?? generationHandler() },
-    config: ({ workers }) => pools(workers.ctx, workers.gen, typeof config === 'function' ? config() : config),
+    config: (cluster) => pools(cluster.ctx, cluster.gen, typeof config === 'function' ? config() : config),
   });
 }
 
