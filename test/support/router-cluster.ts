@@ -2,6 +2,7 @@ import { afterAll, afterEach, beforeAll } from '@jest/globals';
 import type { ModuleMetadata } from '@nestjs/common';
 import type { RouterConfigInput } from '../../src/config';
 import { startSimCluster, type SimCluster, type SimClusterOptions } from '../../src/simulator';
+import { startEtcd, type EtcdServer } from './etcd-server';
 import { contextHandler, FakeWorker, generationHandler, type FakeHandler } from './fake-worker';
 import { startRouter, type RunningRouter } from './router-app';
 
@@ -13,6 +14,8 @@ export interface RouterClusterOptions<W extends string> {
   workers?: Record<W, WorkerSpec>;
   /** A simulated cluster started before the router. */
   sim?: SimClusterOptions;
+  /** A real etcd process, started first and stopped last. */
+  etcd?: boolean;
   /** The router's config; a function builds it from the cluster, whose workers are started. */
   config?: RouterConfigInput | ((cluster: RouterCluster<W>) => RouterConfigInput);
   /** Extra modules booted with the app (test policies, ...). */
@@ -30,15 +33,17 @@ export type RouterCluster<W extends string> = {
   /** The router's base URL. */
   readonly url: string;
   readonly sim: SimCluster;
+  readonly etcd: EtcdServer;
 } & { readonly [name in W]: FakeWorker };
 
 /**
- * Starts the workers and the real router once for the suite (beforeAll) and closes them
- * (afterAll): router first, then the workers. The handle's fields are there from beforeAll on.
+ * Starts etcd, the workers and the real router once for the suite (beforeAll) and closes them
+ * (afterAll): router first, then the workers, etcd last. The handle's fields are there from beforeAll on.
  */
 export function useRouterCluster<W extends string = never>(options: RouterClusterOptions<W>): RouterCluster<W> {
   const workers = {} as Record<W, FakeWorker>;
   let sim: SimCluster | undefined;
+  let etcd: EtcdServer | undefined;
   let router: RunningRouter | undefined;
   const started = <T>(value: T | undefined, what: string): T => {
     if (value === undefined) throw new Error(`${what} is not started yet: use it inside a test or a hook`);
@@ -54,6 +59,9 @@ export function useRouterCluster<W extends string = never>(options: RouterCluste
     get sim() {
       return started(sim, 'the simulated cluster');
     },
+    get etcd() {
+      return started(etcd, 'etcd');
+    },
   };
   for (const name of Object.keys(options.workers ?? {}) as W[]) {
     Object.defineProperty(handle, name, { enumerable: true, get: () => started(workers[name], `worker ${name}`) });
@@ -61,6 +69,7 @@ export function useRouterCluster<W extends string = never>(options: RouterCluste
   const cluster = handle as RouterCluster<W>;
 
   beforeAll(async () => {
+    if (options.etcd) etcd = await startEtcd();
     for (const [name, spec] of Object.entries(options.workers ?? {}) as Array<[W, WorkerSpec]>) {
       workers[name] = typeof spec === 'function' ? await new FakeWorker(spec).start() : await spec.start();
     }
@@ -73,6 +82,7 @@ export function useRouterCluster<W extends string = never>(options: RouterCluste
     await router?.close();
     await Promise.all(Object.values<FakeWorker>(workers).map((w) => w.close()));
     await sim?.close();
+    await etcd?.close();
   });
   if (options.afterEach) afterEach(() => options.afterEach!(cluster));
   return cluster;
