@@ -1,6 +1,5 @@
 import { Module } from '@nestjs/common';
 import { APP_GUARD } from '@nestjs/core';
-import { DisaggModule } from '../disagg/disagg.module';
 import { ServersModule } from '../servers';
 import { HealthMonitor } from './health-monitor.service';
 import { ServerPreparer } from './server-preparer.service';
@@ -9,7 +8,7 @@ import { StartupGuard } from './startup.guard';
 
 /** Server preparation, active and passive health checks, circuit breakers, the startup wait. */
 @Module({
-  imports: [ServersModule, DisaggModule],
+  imports: [ServersModule],
   providers: [ServerPreparer, HealthMonitor, StartupGate, { provide: APP_GUARD, useClass: StartupGuard }],
   exports: [ServerPreparer, HealthMonitor, StartupGate],
 })

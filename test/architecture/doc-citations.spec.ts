@@ -10,7 +10,7 @@ import { join, relative } from 'node:path';
 
 const ROOT = process.cwd();
 const DOC = 'docs/protocol.md';
-const KNOWN_OUTSIDE_CITATIONS: readonly string[] = ['src/disagg/disagg.service.ts'];
+const KNOWN_OUTSIDE_CITATIONS: readonly string[] = [];
 
 function codeFiles(dir: string): string[] {
   return readdirSync(dir).flatMap((name) => {

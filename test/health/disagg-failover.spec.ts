@@ -1,8 +1,8 @@
 import { describe, expect, it } from '@jest/globals';
-import { RequestEvents, type RoutedEvent } from '../../src/disagg/request-events';
 import { ServerRegistry } from '../../src/servers';
 import { postJson, waitFor } from '../support/router-app';
 import { useRouterCluster } from '../support/router-cluster';
+import { RequestEvents, type RoutedEvent } from '../../src/request-events';
 
 describe('context server killed in the disaggregated flow', () => {
   const cluster = useRouterCluster({

@@ -1,5 +1,4 @@
 import { beforeAll, describe, expect, it } from '@jest/globals';
-import { RequestEvents } from '../../src/disagg/request-events';
 import { MetricsService } from '../../src/observability';
 import { InFlightRequests } from '../../src/observability/context/in-flight-requests';
 import { ServerRegistry, ServerState } from '../../src/servers';
@@ -8,6 +7,7 @@ import { contextHandler, generationHandler, json, type FakeHandler } from '../su
 import { postJson, waitFor } from '../support/router-app';
 import { useRouterCluster } from '../support/router-cluster';
 import { parsePrometheusText, sampleValue, samplesOf, scrape } from './prom-text';
+import { RequestEvents } from '../../src/request-events';
 
 const NS = 'disagg_router_';
 

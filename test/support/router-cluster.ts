@@ -1,6 +1,6 @@
 import { afterAll, afterEach, beforeAll } from '@jest/globals';
 import type { ModuleMetadata } from '@nestjs/common';
-import type { RouterConfigInput } from '../../src/config';
+import type { AppConfigInput } from '../../src/config';
 import { startSimCluster, type SimCluster, type SimClusterOptions } from '../../src/simulator';
 import { startEtcd, type EtcdServer } from './etcd-server';
 import { contextHandler, FakeWorker, generationHandler, type FakeHandler } from './fake-worker';
@@ -17,7 +17,7 @@ export interface RouterClusterOptions<W extends string> {
   /** A real etcd process, started first and stopped last. */
   etcd?: boolean;
   /** The router's config; a function builds it from the cluster, whose workers are started. */
-  config?: RouterConfigInput | ((cluster: RouterCluster<W>) => RouterConfigInput);
+  config?: AppConfigInput | ((cluster: RouterCluster<W>) => AppConfigInput);
   /** Extra modules booted with the app (test policies, ...). */
   imports?: ModuleMetadata['imports'];
   /** Runs once the workers are started, before the router starts. */
@@ -89,7 +89,7 @@ export function useRouterCluster<W extends string = never>(options: RouterCluste
 }
 
 /** The usual config: each named worker's URL as the only server of its pool. */
-export function pools(context: FakeWorker | string[] | undefined, generation: FakeWorker | string[], config: RouterConfigInput = {}): RouterConfigInput {
+export function pools(context: FakeWorker | string[] | undefined, generation: FakeWorker | string[], config: AppConfigInput = {}): AppConfigInput {
   const urls = (w: FakeWorker | string[]): string[] => (Array.isArray(w) ? w : [w.url]);
   return {
     ...config,
@@ -103,7 +103,7 @@ export function pools(context: FakeWorker | string[] | undefined, generation: Fa
  * front of them, for the suite. `handlers` replaces a worker's default script.
  */
 export function useFakeCluster(
-  config: RouterConfigInput | (() => RouterConfigInput) = {},
+  config: AppConfigInput | (() => AppConfigInput) = {},
   options: Omit<RouterClusterOptions<'ctx' | 'gen'>, 'workers' | 'config' | 'sim'> & { ctx?: FakeHandler; gen?: FakeHandler } = {},
 ): FakeClusterHandle {
   const { ctx, gen, ...rest } = options;
