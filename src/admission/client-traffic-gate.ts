@@ -1,8 +1,7 @@
 import type { FastifyReply } from 'fastify';
-import { ClientGoneError } from '../disagg/upstream-failure';
 import type { DrainService } from '../lifecycle/drain.service';
-import { OpenAiError } from '../openai/openai-error';
 import type { AdmissionService, AdmissionTicket } from './admission.service';
+import { ClientGoneError, HttpApiError } from '../common';
 
 /**
  * What the drain and admission interceptors did for a client request, called by the
@@ -20,7 +19,7 @@ export async function runClientTraffic(
 ): Promise<void> {
   if (drain) {
     if (drain.isDraining) {
-      throw new OpenAiError(503, 'the router is shutting down', {
+      throw new HttpApiError(503, 'the router is shutting down', {
         code: 'shutting_down',
         headers: { 'retry-after': '1', connection: 'close' },
       });

@@ -1,27 +1,27 @@
 import { Inject, Injectable, Logger, Optional } from '@nestjs/common';
 import type { Dispatcher } from 'undici';
 import { AdmissionService } from '../admission/admission.service';
-import { ROUTER_CONFIG, type RouterConfig, type ServerRole } from '../config';
+import { APP_CONFIG, type AppConfig, type ServerRole } from '../config';
 import { HttpSessionClosedError, HttpSessionProvider } from '../http-session';
 import { RequestTracing, type RequestTrace } from '../observability/tracing';
-import { OpenAiError } from '../openai/openai-error';
-import { NoServerAvailableError, RouterManager, type RequestKind, type RouteResult, type Router, type RoutingRequest } from '../routing';
+import { NoServerAvailableError, RouterRegistry, type RequestKind, type RouteResult, type Router, type RoutingRequest } from '../routing';
 import { ServerRegistry } from '../servers';
 import type { ClientChannel } from './client-channel';
 import { defaultNodeId, nextDisaggRequestId } from './disagg-request-id';
 import { channelWithOwnAbort, generationFirstBodies } from './generation-first';
-import { RequestEvents, type RequestDoneEvent, type RequestTimings, type UpstreamFailureEvent } from './request-events';
 import { SameServerRetry } from './same-server-retry';
 import { SseUsageRewriter } from './sse-usage-rewriter';
 import { AnswerTooLargeError, answerLimitFor, readAnswerText } from './answer-body';
 import { checkContextAnswer } from './context-answer';
 import { RequestDeadline } from './request-deadline';
 import { serializeRequest } from './serialize';
-import { ClientGoneError, classifyTransportError, clientSafeCode, type UpstreamFailureKind } from './upstream-failure';
 import { workerErrorBody } from './worker-error';
 import { contextUsageOf, rewriteUsage, type ContextUsage } from './usage';
+import { HttpApiError, ClientGoneError, type UpstreamFailureKind } from '../common';
+import { RequestEvents, type RequestDoneEvent, type RequestTimings, type UpstreamFailureEvent } from '../request-events';
+import { classifyTransportError, clientSafeCode } from '../http-session';
+import { INFERENCE_PATH } from '../common';
 
-const PATHS: Record<RequestKind, string> = { completion: '/v1/completions', chat: '/v1/chat/completions' };
 
 interface Routed {
   router: Router;
@@ -67,9 +67,9 @@ export class DisaggService {
   };
 
   constructor(
-    @Inject(ROUTER_CONFIG) private readonly config: RouterConfig,
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
     private readonly session: HttpSessionProvider,
-    private readonly routers: RouterManager,
+    private readonly routers: RouterRegistry,
     private readonly servers: ServerRegistry,
     private readonly events: RequestEvents,
     @Optional() private readonly admission?: AdmissionService,
@@ -111,12 +111,12 @@ export class DisaggService {
       status = await this.run(flow, body, disaggId);
     } catch (caught) {
       const err = caught instanceof NoServerAvailableError
-        ? new OpenAiError(503, caught.message, { code: 'no_server_available', headers: { 'retry-after': '1' } })
+        ? new HttpApiError(503, caught.message, { code: 'no_server_available', headers: { 'retry-after': '1' } })
         : caught instanceof ClientGoneError && flow.deadline.expired
           ? deadlineError(flow)
           : caught;
-      status = err instanceof OpenAiError ? err.getStatus() : err instanceof ClientGoneError ? 499 : 500;
-      if (err instanceof OpenAiError) flow.done.errorKind ??= err.body.error.code ?? err.body.error.type;
+      status = err instanceof HttpApiError ? err.getStatus() : err instanceof ClientGoneError ? 499 : 500;
+      if (err instanceof HttpApiError) flow.done.errorKind ??= err.body.error.code ?? err.body.error.type;
       throw err;
     } finally {
       flow.deadline.clear();
@@ -186,7 +186,7 @@ export class DisaggService {
       const { res, limit } = await this.send(flow, 'context', ctxText, [], timeoutMs, false, { router: ctxRouter, route: ctxRoute });
       const text = await readAnswerText(res, limit).catch((err: unknown) => {
         if (!(err instanceof AnswerTooLargeError)) throw err;
-        throw new OpenAiError(502, `context server ${ctxRoute.server.url} sent an answer larger than the limit of ${limit} bytes`, { code: 'answer_too_large' });
+        throw new HttpApiError(502, `context server ${ctxRoute.server.url} sent an answer larger than the limit of ${limit} bytes`, { code: 'answer_too_large' });
       });
       flow.timings.contextEnd = performance.now() - flow.started;
       this.finish(flow, ctxRouter, res.statusCode === 200);
@@ -367,7 +367,7 @@ export class DisaggService {
 
   /** A final OpenAI-style error event once the stream has started, then the end. */
   private async streamError(flow: Flow, status: number, message: string): Promise<void> {
-    const err = new OpenAiError(status, message);
+    const err = new HttpApiError(status, message);
     this.logger.warn(`[${flow.channel.requestId}] ${message}`);
     if (!flow.channel.abort.aborted) {
       await flow.channel.write(`data: ${JSON.stringify(err.body)}\n\n`)?.catch(() => undefined);
@@ -453,7 +453,7 @@ export class DisaggService {
       try {
         const res = await this.session.request({
           origin: server.origin,
-          path: PATHS[flow.kind],
+          path: INFERENCE_PATH[flow.kind],
           method: 'POST',
           headers,
           body: payload,
@@ -478,16 +478,16 @@ export class DisaggService {
         else this.events.emit('upstreamFailure', event);
         failures.push(`${server.url} answered ${status}`);
       } catch (err) {
-        if (err instanceof OpenAiError) throw err;
+        if (err instanceof HttpApiError) throw err;
         this.finish(flow, router, false);
-        if (err instanceof HttpSessionClosedError) throw new OpenAiError(503, 'the router is shutting down', { code: 'shutting_down' });
+        if (err instanceof HttpSessionClosedError) throw new HttpApiError(503, 'the router is shutting down', { code: 'shutting_down' });
         if (flow.channel.abort.aborted) throw new ClientGoneError();
         const kind = classifyTransportError(err);
         this.events.emit('upstreamFailure', { requestId: flow.channel.requestId, role, server, kind, detail: (err as Error).message });
         if (kind === 'timeout') {
           if (unproven) this.reportFailures(unproven, 'status_500');
           flow.done.errorKind = 'timeout';
-          throw new OpenAiError(504, `${role} server ${server.url} did not answer within ${timeoutMs / 1000} s`, { code: 'upstream_timeout' });
+          throw new HttpApiError(504, `${role} server ${server.url} did not answer within ${timeoutMs / 1000} s`, { code: 'upstream_timeout' });
         }
         failures.push(`${server.url}: ${clientSafeCode(err, kind)}`);
       }
@@ -496,7 +496,7 @@ export class DisaggService {
     }
     if (unproven) this.reportFailures(unproven, 'status_500');
     flow.done.errorKind = 'upstream_failed';
-    throw new OpenAiError(502, `${role} server failed after ${failures.length} attempt(s): ${failures.join('; ')}`, { code: 'upstream_error' });
+    throw new HttpApiError(502, `${role} server failed after ${failures.length} attempt(s): ${failures.join('; ')}`, { code: 'upstream_error' });
   }
 
   /**
@@ -553,7 +553,7 @@ export class DisaggService {
   private badResponse(flow: Flow, role: ServerRole, route: RouteResult, what: string, code = 'bad_upstream_response'): never {
     this.events.emit('upstreamFailure', { requestId: flow.channel.requestId, role, server: route.server, kind: 'bad_response', detail: what });
     flow.done.errorKind = 'bad_response';
-    throw new OpenAiError(502, `${role} server ${route.server.url} sent ${what}`, { code });
+    throw new HttpApiError(502, `${role} server ${route.server.url} sent ${what}`, { code });
   }
 
   private transportError(flow: Flow, role: ServerRole, route: RouteResult, err: unknown): Error {
@@ -562,8 +562,8 @@ export class DisaggService {
     flow.done.errorKind = kind;
     this.events.emit('upstreamFailure', { requestId: flow.channel.requestId, role, server: route.server, kind, detail: (err as Error).message });
     const url = route.server.url;
-    if (kind === 'timeout') return new OpenAiError(504, `${role} server ${url} timed out`, { code: 'upstream_timeout' });
-    return new OpenAiError(502, `${role} server ${url} failed mid-answer (${kind})`, { code: 'upstream_error' });
+    if (kind === 'timeout') return new HttpApiError(504, `${role} server ${url} timed out`, { code: 'upstream_timeout' });
+    return new HttpApiError(502, `${role} server ${url} failed mid-answer (${kind})`, { code: 'upstream_error' });
   }
 }
 
@@ -577,12 +577,12 @@ interface ContextResult {
 }
 
 /** The 504 of a request whose deadline passed (the abort it fired is not the client leaving). */
-function deadlineError(flow: Flow): OpenAiError {
+function deadlineError(flow: Flow): HttpApiError {
   const server = flow.upstreamUrl ? `${flow.upstreamRole} server ${flow.upstreamUrl}` : 'the cluster';
   flow.done.errorKind = 'timeout';
   return flow.deadline.expired === 'first_event'
-    ? new OpenAiError(504, `${server} sent no event within timeouts.generation_first_byte_s`, { code: 'upstream_timeout' })
-    : new OpenAiError(504, `the request did not complete within timeouts.request_s (${flow.deadline.requestMs / 1000} s), waiting on ${server}`, { code: 'upstream_timeout' });
+    ? new HttpApiError(504, `${server} sent no event within timeouts.generation_first_byte_s`, { code: 'upstream_timeout' })
+    : new HttpApiError(504, `the request did not complete within timeouts.request_s (${flow.deadline.requestMs / 1000} s), waiting on ${server}`, { code: 'upstream_timeout' });
 }
 
 

@@ -1,14 +1,14 @@
 import { Inject, Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
 import { EventEmitter } from 'node:events';
-import { ROUTER_CONFIG, type RouterConfig } from '../config';
-import { RequestEvents, type RequestDoneEvent, type UpstreamFailureEvent } from '../disagg/request-events';
-import type { UpstreamFailureKind } from '../disagg/upstream-failure';
+import { APP_CONFIG, type AppConfig } from '../config';
 import { HttpSessionClosedError } from '../http-session';
 import { ServerRegistry, type EjectionInfo, type HealthResult, type ServerState } from '../servers';
 import { WorkerClient } from '../worker-client';
 import { CircuitBreaker } from './circuit-breaker';
 import { healthOptionsFrom, type HealthOptions } from './health-options';
 import { ServerPreparer } from './server-preparer.service';
+import { RequestEvents, type RequestDoneEvent, type UpstreamFailureEvent } from '../request-events';
+import type { UpstreamFailureKind } from '../common';
 
 /** Request failures that count toward a server's circuit breaker (a client leaving does not). */
 const BREAKER_KINDS: ReadonlySet<UpstreamFailureKind> = new Set(['status_5xx', 'reset', 'timeout', 'connect']);
@@ -43,7 +43,7 @@ export class HealthMonitor implements OnApplicationBootstrap, OnModuleDestroy {
   private stopped = false;
 
   constructor(
-    @Inject(ROUTER_CONFIG) config: RouterConfig,
+    @Inject(APP_CONFIG) config: AppConfig,
     private readonly registry: ServerRegistry,
     private readonly preparer: ServerPreparer,
     private readonly requests: RequestEvents,

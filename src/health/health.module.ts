@@ -1,6 +1,5 @@
 import { Module } from '@nestjs/common';
 import { APP_GUARD } from '@nestjs/core';
-import { DisaggModule } from '../disagg/disagg.module';
 import { ServersModule } from '../servers';
 import { WorkerClientModule } from '../worker-client';
 import { HealthMonitor } from './health-monitor.service';
@@ -10,7 +9,7 @@ import { StartupGuard } from './startup.guard';
 
 /** Server preparation, active and passive health checks, circuit breakers, the startup wait. */
 @Module({
-  imports: [ServersModule, DisaggModule, WorkerClientModule],
+  imports: [ServersModule, WorkerClientModule],
   providers: [ServerPreparer, HealthMonitor, StartupGate, { provide: APP_GUARD, useClass: StartupGuard }],
   exports: [ServerPreparer, HealthMonitor, StartupGate],
 })

@@ -1,10 +1,10 @@
 import { CanActivate, ExecutionContext, Injectable } from '@nestjs/common';
 import type { FastifyRequest } from 'fastify';
-import { OpenAiError } from '../openai/openai-error';
 import { ServerRegistry } from '../servers';
 import { StartupGate } from './startup-gate.service';
+import { HttpApiError } from '../common';
+import { INFERENCE_PATHS } from '../common';
 
-const INFERENCE_PATHS = ['/v1/completions', '/v1/chat/completions'];
 
 /**
  * During the startup wait, an inference request that no server could take yet gets a 503 that
@@ -26,7 +26,7 @@ export class StartupGuard implements CanActivate {
     const missing = this.missingPool();
     if (!missing) return true;
     const total = this.servers.list(missing).length;
-    throw new OpenAiError(
+    throw new HttpApiError(
       503,
       `the router is starting: no ${missing} server is ready yet (${total} known); it waits up to ${this.gate.secondsLeft} s more for them, retry shortly`,
       { code: 'starting', type: 'service_unavailable', headers: { 'retry-after': '1' } },

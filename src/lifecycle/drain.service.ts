@@ -1,5 +1,5 @@
 import { Inject, Injectable, Logger, OnModuleDestroy, OnModuleInit } from '@nestjs/common';
-import { ROUTER_CONFIG, type RouterConfig } from '../config';
+import { APP_CONFIG, type AppConfig } from '../config';
 import { ClusterStatus, type Readiness } from '../servers';
 
 const READY: Readiness = { ready: true };
@@ -23,7 +23,7 @@ export class DrainService implements OnModuleInit, OnModuleDestroy {
   private removeGate?: () => void;
 
   constructor(
-    @Inject(ROUTER_CONFIG) private readonly config: RouterConfig,
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
     private readonly status: ClusterStatus,
   ) {}
 

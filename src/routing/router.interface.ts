@@ -1,8 +1,8 @@
+import type { RequestKind } from '../common';
 import type { ServerRole } from '../config';
-import type { PromptKind } from '../tokenizer';
 import type { ServerState } from '../servers';
 
-export type RequestKind = PromptKind;
+export type { RequestKind };
 
 /**
  * What a router sees of a client request. `id` is owned by the router layer (one per client

@@ -1,5 +1,7 @@
+import type { RequestKind } from '../common';
+
 /** The two request shapes whose prompts are tokenized: `/v1/completions` and `/v1/chat/completions`. */
-export type PromptKind = 'completion' | 'chat';
+export type PromptKind = RequestKind;
 
 /** What prompt tokenization reads of a request, and the ids or the reason it leaves on it. */
 export interface PromptRequest {

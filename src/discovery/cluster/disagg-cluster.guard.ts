@@ -1,9 +1,9 @@
 import { CanActivate, ExecutionContext, Injectable } from '@nestjs/common';
 import type { FastifyRequest } from 'fastify';
-import { OpenAiError } from '../../openai/openai-error';
 import { DisaggClusterDiscovery } from './disagg-cluster.service';
+import { HttpApiError } from '../../common';
+import { INFERENCE_PATHS } from '../../common';
 
-const INFERENCE_PATHS = ['/v1/completions', '/v1/chat/completions'];
 
 /** As TensorRT-LLM does, inference requests are refused while the cluster is below minimal_instances. */
 @Injectable()
@@ -16,7 +16,7 @@ export class DisaggClusterGuard implements CanActivate {
     if (!INFERENCE_PATHS.includes(path)) return true;
     const readiness = this.discovery.readiness();
     if (readiness.ready) return true;
-    throw new OpenAiError(503, `the cluster is not ready: ${readiness.reason}`, {
+    throw new HttpApiError(503, `the cluster is not ready: ${readiness.reason}`, {
       code: 'cluster_not_ready',
       type: 'service_unavailable',
       headers: { 'retry-after': '1' },

@@ -1,8 +1,9 @@
 import { Inject, Injectable, OnModuleDestroy, OnModuleInit } from '@nestjs/common';
-import { ROUTER_CONFIG, type RouterConfig } from '../../config';
-import { RequestEvents, type RequestDoneEvent } from '../../disagg/request-events';
+import { APP_CONFIG, type AppConfig } from '../../config';
 import { InFlightRequests } from '../context/in-flight-requests';
 import { phaseDurations } from '../metrics/request-timings';
+import { RequestEvents, type RequestDoneEvent } from '../../request-events';
+import { INFERENCE_PATH } from '../../common';
 
 /**
  * One request's timings as GET /perf_metrics returns them. The first fields follow
@@ -31,7 +32,6 @@ export interface PerfMetricsEntry {
   };
 }
 
-const ENDPOINTS = { completion: '/v1/completions', chat: '/v1/chat/completions' } as const;
 
 /**
  * The last `perf_metrics.max_requests` finished requests. Reading takes them (as
@@ -47,7 +47,7 @@ export class PerfMetricsStore implements OnModuleInit, OnModuleDestroy {
   private readonly onDone = (done: RequestDoneEvent): void => this.record(done, this.inFlight.preFlowMs(done));
 
   constructor(
-    @Inject(ROUTER_CONFIG) config: RouterConfig,
+    @Inject(APP_CONFIG) config: AppConfig,
     private readonly events: RequestEvents,
     private readonly inFlight: InFlightRequests,
   ) {
@@ -77,7 +77,7 @@ export class PerfMetricsStore implements OnModuleInit, OnModuleDestroy {
       gen_server: done.generationServer ?? null,
       disagg_server_arrival_time: arrival,
       disagg_server_first_token_time: d.firstToken !== undefined ? arrival + d.firstToken : null,
-      endpoint: ENDPOINTS[done.kind],
+      endpoint: INFERENCE_PATH[done.kind],
       stream: done.stream,
       status: done.status,
       mode: done.mode,
