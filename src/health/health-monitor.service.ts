@@ -7,8 +7,8 @@ import { WorkerClient } from '../worker-client';
 import { CircuitBreaker } from './circuit-breaker';
 import { healthOptionsFrom, type HealthOptions } from './health-options';
 import { ServerPreparer } from './server-preparer.service';
-import { RequestEvents, type RequestDoneEvent, type UpstreamFailureEvent } from '../request-events';
 import type { UpstreamFailureKind } from '../common';
+import { RequestEvents, type RequestDoneEvent, type UpstreamFailureEvent } from '../request-events';
 
 /** Request failures that count toward a server's circuit breaker (a client leaving does not). */
 const BREAKER_KINDS: ReadonlySet<UpstreamFailureKind> = new Set(['status_5xx', 'reset', 'timeout', 'connect']);

@@ -6,8 +6,8 @@ import { AccumulatingCounter, AccumulatingHistogram, type CounterCell } from './
 import { BoundedLabel, OTHER_LABEL } from './bounded-label';
 import { FIRST_TOKEN_BUCKETS, OVERHEAD_BUCKETS, RATIO_BUCKETS, REQUEST_BUCKETS } from './metric-buckets';
 import { lastPhase, phaseDurations } from './request-timings';
-import type { RequestDoneEvent, RoutedEvent, UpstreamFailureEvent } from '../../request-events';
 import { INFERENCE_PATH } from '../../common';
+import type { RequestDoneEvent, RoutedEvent, UpstreamFailureEvent } from '../../request-events';
 
 const NS = 'disagg_router_';
 const SERVER_STATUSES: readonly ServerStatus[] = ['preparing', 'ready', 'draining', 'unhealthy'];

@@ -2,8 +2,8 @@ import { Inject, Injectable, OnModuleDestroy, OnModuleInit } from '@nestjs/commo
 import { APP_CONFIG, type AppConfig } from '../../config';
 import { InFlightRequests } from '../context/in-flight-requests';
 import { phaseDurations } from '../metrics/request-timings';
-import { RequestEvents, type RequestDoneEvent } from '../../request-events';
 import { INFERENCE_PATH } from '../../common';
+import { RequestEvents, type RequestDoneEvent } from '../../request-events';
 
 /**
  * One request's timings as GET /perf_metrics returns them. The first fields follow

@@ -2,8 +2,8 @@ import { defaultTextMapSetter, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, ty
 import type { W3CTraceContextPropagator } from '@opentelemetry/core';
 import type { ServerRole } from '../../config';
 import type { RequestKind, RouteResult } from '../../routing';
-import type { RequestDoneEvent } from '../../request-events';
 import { INFERENCE_PATH } from '../../common';
+import type { RequestDoneEvent } from '../../request-events';
 
 
 /**
