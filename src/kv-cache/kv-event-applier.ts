@@ -50,8 +50,9 @@ export function applyKvEvents(server: KvWorker, events: readonly KvCacheEvent[])
 /**
  * Applies events to the block tables of the workers known under a URL, whichever source they
  * came from (this router's poll, another replica): an event whose event_id is not above the
- * last one applied for that URL was applied already and is skipped. A `created` event is the
- * exception: a restarted worker numbers its events from the start again.
+ * last one applied for that URL was applied already and is skipped. A restarted worker numbers
+ * its events from the start again: whoever sees that (the poller, whose drains never repeat an
+ * event) calls `restart`.
  */
 @Injectable()
 export class KvEventApplier {
@@ -68,7 +69,7 @@ export class KvEventApplier {
     for (const event of events) {
       if (!isKvCacheEvent(event)) continue;
       const id = event.event_id;
-      if (id >= 0 && entry.lastEventId !== undefined && id <= entry.lastEventId && event.data.type !== 'created') continue;
+      if (id >= 0 && entry.lastEventId !== undefined && id <= entry.lastEventId) continue;
       if (id >= 0) entry.lastEventId = id;
       fresh.push(event);
     }
@@ -78,6 +79,17 @@ export class KvEventApplier {
     for (const event of fresh) if (TABLE_EVENTS.has(event.data.type)) applied++;
     if (applied > 0) this.metrics?.kvEventsApplied(serverUrl, applied);
     return applied;
+  }
+
+  /** The highest event_id applied for the URL, if any. */
+  lastEventId(serverUrl: string): number | undefined {
+    return this.workers.get(serverUrl)?.lastEventId;
+  }
+
+  /** The worker at the URL started a new event sequence (it restarted): every id is new again. */
+  restart(serverUrl: string): void {
+    const entry = this.workers.get(serverUrl);
+    if (entry) entry.lastEventId = undefined;
   }
 }
 

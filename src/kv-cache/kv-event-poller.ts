@@ -82,6 +82,10 @@ export class KvEventPoller {
       }
       return { ok: false, error: (err as Error).message };
     }
+    // A drain never repeats an event: ids at or below the applied ones mean the worker restarted.
+    const first = events[0]?.event_id;
+    const last = this.applier.lastEventId(serverUrl);
+    if (first !== undefined && first >= 0 && last !== undefined && first <= last) this.applier.restart(serverUrl);
     const applied = this.applier.apply(serverUrl, events);
     try {
       if (events.length) this.publisher.publish(serverUrl, events);

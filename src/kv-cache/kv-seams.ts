@@ -14,7 +14,9 @@ export interface KvPollOwnership {
  * Receives the events this router drained from a worker, after it applied them, e.g. to
  * pass them on to other replicas, which apply them with KvEventApplier.apply. They are the
  * KV event parsers' objects (64-bit hashes as bigint): `serializeKvEvents` writes them as
- * JSON and `parseKvEventsFast` reads them back without losing bits.
+ * JSON and `parseKvEventsFast` reads them back without losing bits. A worker that restarted
+ * numbers its events from the start again; the poller sees it (its drains never repeat an
+ * event) and calls KvEventApplier.restart, which a receiving replica must be told to call too.
  */
 export const KV_EVENT_PUBLISHER = Symbol('KV_EVENT_PUBLISHER');
 export interface KvEventPublisher {

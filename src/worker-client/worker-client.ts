@@ -9,11 +9,12 @@ export interface SteadyClockReading {
   transmitTs?: number;
 }
 
-const identity = (data: unknown): unknown => data;
+const KV_EVENTS_HEADERS = { 'content-type': 'application/json' };
 
 /**
  * The control calls to a worker (see docs/protocol.md "Worker endpoints"), made through the
- * session's axios face; inference requests take the session's raw request path instead.
+ * session's axios face (the KV drain excepted, below); inference requests take the session's
+ * raw request path.
  * Every method takes the worker's base URL. A closed session throws HttpSessionClosedError
  * (a lifecycle error, never a worker fault); upstream failures are reported per method.
  */
@@ -51,16 +52,26 @@ export class WorkerClient {
 
   /**
    * POST /kv_cache_events: a destructive read of the events since the last call, as text
-   * (its 64-bit hashes need the KV event parsers). Not a 2xx: throws.
+   * (its 64-bit hashes need the KV event parsers). Not a 2xx: throws. A KV-aware router
+   * drains a worker after every finished request, so this one call takes the session's raw
+   * path, as inference does: through axios it costs about 4x the CPU per call
+   * (test/bench/routing/kv-drain-cost.ts). `timeoutMs` bounds the answer's head and each
+   * silence in its body.
    */
   async drainKvEvents(url: string, timeoutMs: number): Promise<string> {
-    const res = await this.session.axios.post<string>(`${url}/kv_cache_events`, '', {
-      timeout: timeoutMs,
-      responseType: 'text',
-      transformResponse: identity,
-      headers: { 'content-type': 'application/json' },
+    const target = new URL(url);
+    const res = await this.session.request({
+      origin: target.origin,
+      path: `${target.pathname.replace(/\/+$/, '')}/kv_cache_events`,
+      method: 'POST',
+      headers: KV_EVENTS_HEADERS,
+      body: '',
+      headersTimeoutMs: timeoutMs,
+      bodyTimeoutMs: timeoutMs,
     });
-    return res.data;
+    const text = await res.body.text();
+    if (res.statusCode < 200 || res.statusCode >= 300) throw new Error(`Request failed with status code ${res.statusCode}`);
+    return text;
   }
 
   /** GET /perf_metrics: the worker's per-request metrics, as it answers them. Not a 2xx: throws. */
