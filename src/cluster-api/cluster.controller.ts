@@ -1,10 +1,9 @@
 import { Controller, Get, Res } from '@nestjs/common';
 import type { FastifyReply } from 'fastify';
 import { HttpSessionProvider } from '../http-session';
-import { ServerRegistry } from '../servers';
-import { ClusterStatus } from '../servers';
+import { ClusterStatus, ServerRegistry } from '../servers';
 import { packageVersion } from '../version';
-import { OpenAiError } from './openai-error';
+import { OpenAiError } from '../openai/openai-error';
 
 /** Router-level endpoints of trtllm-serve disaggregated: health, cluster info, models. */
 @Controller()
