@@ -1,7 +1,7 @@
 import { Inject, Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy, OnModuleInit, Optional } from '@nestjs/common';
 import type { Etcd3, IKeyValue, Watcher } from 'etcd3';
 import { ROUTER_CONFIG, type RouterConfig } from '../config';
-import { HealthMonitor, StartupGate } from '../health';
+import { ActiveHealthChecker, StartupGate } from '../health';
 import { MetricsService } from '../observability/metrics/metrics.service';
 import { ClusterStatus, ServerRegistry, type ServerState } from '../servers';
 import { createEtcdClient } from './etcd-client';
@@ -58,7 +58,7 @@ export class EtcdDiscovery implements OnModuleInit, OnApplicationBootstrap, OnMo
     @Inject(ROUTER_CONFIG) private readonly config: RouterConfig,
     private readonly registry: ServerRegistry,
     private readonly status: ClusterStatus,
-    private readonly monitor: HealthMonitor,
+    private readonly monitor: ActiveHealthChecker,
     private readonly startup: StartupGate,
     @Optional() private readonly metrics?: MetricsService,
   ) {}
