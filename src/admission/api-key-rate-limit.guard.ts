@@ -4,7 +4,7 @@ import type { FastifyRequest } from 'fastify';
 import { ROUTER_CONFIG, type RouterConfig } from '../config';
 import { MetricsService } from '../observability/metrics/metrics.service';
 import { OpenAiError } from '../openai/openai-error';
-import { CLIENT_TRAFFIC } from './client-traffic.decorator';
+import { isClientTraffic } from './client-traffic.decorator';
 import { TokenBucket } from './token-bucket';
 
 /**
@@ -29,7 +29,7 @@ export class ApiKeyRateLimitGuard implements CanActivate {
 
   canActivate(context: ExecutionContext): boolean {
     if (this.buckets.size === 0) return true;
-    if (!this.reflector.getAllAndOverride<boolean>(CLIENT_TRAFFIC, [context.getHandler(), context.getClass()])) return true;
+    if (!isClientTraffic(this.reflector, context)) return true;
     const req = context.switchToHttp().getRequest<FastifyRequest>();
     const key = bearerToken(req.headers.authorization);
     const bucket = key === undefined ? undefined : this.buckets.get(key);

@@ -1,6 +1,6 @@
 import { CanActivate, ExecutionContext, Injectable } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
-import { CLIENT_TRAFFIC } from '../admission/client-traffic.decorator';
+import { isClientTraffic } from '../admission/client-traffic.decorator';
 import { OpenAiError } from '../openai/openai-error';
 import { ServerRegistry } from '../servers';
 import { StartupGate } from './startup-gate.service';
@@ -20,7 +20,7 @@ export class StartupGuard implements CanActivate {
 
   canActivate(context: ExecutionContext): boolean {
     if (!this.gate.waiting || context.getType() !== 'http') return true;
-    if (!this.reflector.getAllAndOverride<boolean>(CLIENT_TRAFFIC, [context.getHandler(), context.getClass()])) return true;
+    if (!isClientTraffic(this.reflector, context)) return true;
     const missing = this.missingPool();
     if (!missing) return true;
     const total = this.servers.list(missing).length;
