@@ -5,6 +5,7 @@ import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, Server } from 'node:http';
 import { mountAdminDocsOnMainApp } from './admin/admin-docs';
 import { AppModule } from './app.module';
+import { REQUEST_ID_HEADER } from './common/constants';
 import type { RouterConfig } from './config';
 import { clientErrorHandler, frameworkErrors } from './openai/framework-errors';
 import { resolveAppLogger } from './observability/logging/app-logger';
@@ -17,8 +18,6 @@ export interface CreateRouterAppOptions {
   /** Where the app's log lines go (stdout by default). */
   logDestination?: DestinationStream;
 }
-
-const REQUEST_ID_HEADER = 'x-request-id';
 
 /** Builds (but does not start listening) the router app on Fastify. */
 export async function createRouterApp(config: RouterConfig, options: CreateRouterAppOptions = {}): Promise<NestFastifyApplication> {

@@ -1,5 +1,6 @@
 import { HttpException, Logger } from '@nestjs/common';
 import { STATUS_CODES, type ServerResponse } from 'node:http';
+import { REQUEST_ID_HEADER } from '../common/constants';
 import { OpenAiError } from './openai-error';
 
 interface FastifyLikeError {
@@ -54,7 +55,7 @@ export function writeOpenAiError(res: ServerResponse, err: unknown, logger: Logg
     return;
   }
   const headers: Record<string, string> = { 'content-type': 'application/json', ...error.headers };
-  if (requestId) headers['x-request-id'] = requestId;
+  if (requestId) headers[REQUEST_ID_HEADER] = requestId;
   res.writeHead(status, headers);
   res.end(JSON.stringify(error.body));
 }

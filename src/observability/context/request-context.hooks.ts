@@ -1,6 +1,7 @@
 import { Inject, Injectable, OnModuleInit } from '@nestjs/common';
 import { HttpAdapterHost } from '@nestjs/core';
 import type { FastifyInstance, FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify';
+import { REQUEST_ID_HEADER } from '../../common/constants';
 import { ROUTER_CONFIG, type RouterConfig } from '../../config';
 import { MetricsService } from '../metrics/metrics.service';
 import { InFlightRequests } from './in-flight-requests';
@@ -13,7 +14,6 @@ declare module 'fastify' {
   }
 }
 
-export const REQUEST_ID_HEADER = 'x-request-id';
 
 /**
  * Fastify hooks of every request: the request id goes on every answer (proxied, error, 404,

@@ -1,5 +1,6 @@
 import { Injectable, OnModuleDestroy, OnModuleInit } from '@nestjs/common';
 import { collectDefaultMetrics, Counter, Gauge, Registry } from 'prom-client';
+import { INFERENCE_PATHS } from '../../common/constants';
 import { normalizeServerUrl, SERVER_ROLES, type ServerRole } from '../../config';
 import type { RequestDoneEvent, RoutedEvent, UpstreamFailureEvent } from '../../disagg/request-events';
 import { ServerRegistry, type CircuitState, type ServerState, type ServerStatus } from '../../servers';
@@ -9,7 +10,6 @@ import { FIRST_TOKEN_BUCKETS, OVERHEAD_BUCKETS, RATIO_BUCKETS, REQUEST_BUCKETS }
 import { lastPhase, phaseDurations } from './request-timings';
 
 const NS = 'disagg_router_';
-const ENDPOINTS = { completion: '/v1/completions', chat: '/v1/chat/completions' } as const;
 const SERVER_STATUSES: readonly ServerStatus[] = ['preparing', 'ready', 'draining', 'unhealthy'];
 const CIRCUIT_STATES: readonly CircuitState[] = ['closed', 'open', 'half_open'];
 
@@ -91,7 +91,7 @@ export class MetricsService implements OnModuleInit, OnModuleDestroy {
 
   /** `preFlowMs`: time between the request's arrival and the disagg flow's start. */
   requestDone(done: RequestDoneEvent, preFlowMs: number): void {
-    const endpoint = ENDPOINTS[done.kind];
+    const endpoint = INFERENCE_PATHS[done.kind];
     const phase = lastPhase(done);
     this.requests.cell(endpoint, done.status, phase, done.mode).inc();
     if (done.status === 499) return; // the client left: no answer, no latency to report

@@ -1,4 +1,5 @@
 import { Inject, Injectable, OnModuleDestroy, OnModuleInit } from '@nestjs/common';
+import { INFERENCE_PATHS } from '../../common/constants';
 import { ROUTER_CONFIG, type RouterConfig } from '../../config';
 import { RequestEvents, type RequestDoneEvent } from '../../disagg/request-events';
 import { InFlightRequests } from '../context/in-flight-requests';
@@ -31,7 +32,6 @@ export interface PerfMetricsEntry {
   };
 }
 
-const ENDPOINTS = { completion: '/v1/completions', chat: '/v1/chat/completions' } as const;
 
 /**
  * The last `perf_metrics.max_requests` finished requests. Reading takes them (as
@@ -77,7 +77,7 @@ export class PerfMetricsStore implements OnModuleInit, OnModuleDestroy {
       gen_server: done.generationServer ?? null,
       disagg_server_arrival_time: arrival,
       disagg_server_first_token_time: d.firstToken !== undefined ? arrival + d.firstToken : null,
-      endpoint: ENDPOINTS[done.kind],
+      endpoint: INFERENCE_PATHS[done.kind],
       stream: done.stream,
       status: done.status,
       mode: done.mode,
