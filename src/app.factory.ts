@@ -5,11 +5,11 @@ import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, Server } from 'node:http';
 import { mountAdminDocsOnMainApp } from './admin/admin-docs';
 import { AppModule } from './app.module';
-import { REQUEST_ID_HEADER } from './common/constants';
-import type { RouterConfig } from './config';
+import type { AppConfig } from './config';
 import { clientErrorHandler, frameworkErrors } from './openai/framework-errors';
 import { resolveAppLogger } from './observability/logging/app-logger';
 import type { DestinationStream } from 'pino';
+import { REQUEST_ID_HEADER } from './common';
 
 export interface CreateRouterAppOptions {
   imports?: ModuleMetadata['imports'];
@@ -19,8 +19,9 @@ export interface CreateRouterAppOptions {
   logDestination?: DestinationStream;
 }
 
+
 /** Builds (but does not start listening) the router app on Fastify. */
-export async function createRouterApp(config: RouterConfig, options: CreateRouterAppOptions = {}): Promise<NestFastifyApplication> {
+export async function createRouterApp(config: AppConfig, options: CreateRouterAppOptions = {}): Promise<NestFastifyApplication> {
   const clientBodyMs = config.timeouts.client_body_s * 1000;
   // Node wants the head's deadline within the whole request's.
   const clientHeadersMs = Math.min(config.timeouts.client_headers_s * 1000, clientBodyMs);

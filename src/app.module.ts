@@ -2,7 +2,7 @@ import { DynamicModule, Module, type ModuleMetadata } from '@nestjs/common';
 import { AdminModule } from './admin/admin.module';
 import { AdmissionModule } from './admission/admission.module';
 import { ClusterApiModule } from './cluster-api';
-import { RouterConfigModule, type RouterConfig } from './config';
+import { AppConfigModule, type AppConfig } from './config';
 import { DisaggModule } from './disagg/disagg.module';
 import { DisaggClusterModule } from './discovery/cluster/disagg-cluster.module';
 import { ServerDiscoveryModule } from './discovery/server-discovery.module';
@@ -12,10 +12,11 @@ import { LifecycleModule } from './lifecycle/lifecycle.module';
 import { ObservabilityModule } from './observability/observability.module';
 import { OpenAiModule } from './openai/openai.module';
 import { RoutingModule } from './routing';
+import { RequestEventsModule } from './request-events';
 import { ServersModule } from './servers';
 
 export interface AppModuleOptions {
-  config: RouterConfig;
+  config: AppConfig;
   /** Extra modules, e.g. ones providing custom routing policies. */
   imports?: ModuleMetadata['imports'];
 }
@@ -26,8 +27,9 @@ export class AppModule {
     return {
       module: AppModule,
       imports: [
-        RouterConfigModule.forRoot({ config: options.config }),
+        AppConfigModule.forRoot({ config: options.config }),
         HttpSessionModule.forRoot(),
+        RequestEventsModule,
         // Early: its Fastify hooks (request id, log context) must see every request.
         ObservabilityModule.forRoot(options.config),
         // Near the root: Nest destroys it (the drain) before the session and the routers.

@@ -1,5 +1,5 @@
 import { Inject, Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
-import { ROUTER_CONFIG, type RouterConfig } from '../config';
+import { APP_CONFIG, type AppConfig } from '../config';
 import { adminServedOn } from './admin-placement';
 
 /** Says at start where the admin API is, or that it is off, so nobody has to guess. */
@@ -7,7 +7,7 @@ import { adminServedOn } from './admin-placement';
 export class AdminAnnouncer implements OnApplicationBootstrap {
   private readonly logger = new Logger('Admin');
 
-  constructor(@Inject(ROUTER_CONFIG) private readonly config: RouterConfig) {}
+  constructor(@Inject(APP_CONFIG) private readonly config: AppConfig) {}
 
   onApplicationBootstrap(): void {
     const placement = adminServedOn(this.config);

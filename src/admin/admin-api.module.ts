@@ -6,7 +6,7 @@ import { StatsAdminController, StatusPageController } from './status-page/status
 
 /**
  * The admin HTTP surface (and the status page). Its controllers need AdminService, RequestStats
- * and ROUTER_CONFIG, supplied by
+ * and APP_CONFIG, supplied by
  * the caller: imported from the main app's modules, or as the main app's instances when it
  * is mounted in the separate admin app.
  */

@@ -1,7 +1,7 @@
 import { CallHandler, ExecutionContext, Inject, Injectable, Logger, NestInterceptor } from '@nestjs/common';
 import type { FastifyRequest } from 'fastify';
 import { tap, type Observable } from 'rxjs';
-import { ROUTER_CONFIG, type RouterConfig } from '../config';
+import { APP_CONFIG, type AppConfig } from '../config';
 import { tokenFingerprint } from './admin-token';
 
 const READ_ONLY = new Set(['GET', 'HEAD', 'OPTIONS']);
@@ -16,7 +16,7 @@ export class AdminAuditInterceptor implements NestInterceptor {
   private readonly logger = new Logger('AdminAudit');
   private readonly who: string;
 
-  constructor(@Inject(ROUTER_CONFIG) config: RouterConfig) {
+  constructor(@Inject(APP_CONFIG) config: AppConfig) {
     this.who = config.admin.token ? `token:${tokenFingerprint(config.admin.token)}` : 'admin';
   }
 

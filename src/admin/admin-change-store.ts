@@ -2,7 +2,7 @@ import { Inject, Injectable, Logger } from '@nestjs/common';
 import { mkdir, open, rename, rm } from 'node:fs/promises';
 import { readFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
-import { ConfigError, normalizeServerUrl, ROUTER_CONFIG, type RouterConfig, type ServerRole } from '../config';
+import { ConfigError, normalizeServerUrl, APP_CONFIG, type AppConfig, type ServerRole } from '../config';
 import { serverIdFor, type ServerState } from '../servers';
 import { persistedChangesSchema, type PersistedChanges, type RouterSwitchBody } from './admin-schemas';
 
@@ -27,7 +27,7 @@ export class AdminChangeStore {
   private writes: Promise<void> = Promise.resolve();
   private tmpCounter = 0;
 
-  constructor(@Inject(ROUTER_CONFIG) config: RouterConfig) {
+  constructor(@Inject(APP_CONFIG) config: AppConfig) {
     // Relative paths are relative to the directory the router was started in.
     this.file = config.admin.persist_file ? resolve(process.cwd(), config.admin.persist_file) : undefined;
     // Read while the app is being built, so a damaged file stops it before anything opens.

@@ -1,6 +1,6 @@
 import { Inject, Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy, OnModuleInit } from '@nestjs/common';
-import { ConfigError, ROUTER_CONFIG, SERVER_ROLES, type RouterConfig } from '../config';
-import { RouterManager, routerSpecFromConfig } from '../routing';
+import { ConfigError, APP_CONFIG, SERVER_ROLES, type AppConfig } from '../config';
+import { RouterRegistry, routerConfigFor } from '../routing';
 import { ServerRegistry } from '../servers';
 import { AdminChangeStore } from './admin-change-store';
 import type { PersistedChanges } from './admin-schemas';
@@ -17,10 +17,10 @@ export class AdminChangesRestorer implements OnModuleInit, OnApplicationBootstra
   private unsubscribe?: () => void;
 
   constructor(
-    @Inject(ROUTER_CONFIG) private readonly config: RouterConfig,
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
     private readonly store: AdminChangeStore,
     private readonly registry: ServerRegistry,
-    private readonly routers: RouterManager,
+    private readonly routers: RouterRegistry,
   ) {}
 
   onModuleInit(): void {
@@ -45,7 +45,7 @@ export class AdminChangesRestorer implements OnModuleInit, OnApplicationBootstra
       if (!body) continue;
       const { type, ...args } = body;
       try {
-        await this.routers.switchPolicy(role, { type, args, inherited: routerSpecFromConfig(this.config, role).inherited });
+        await this.routers.switchPolicy(role, { type, args, inherited: routerConfigFor(this.config, role).inherited });
       } catch (err) {
         if (err instanceof ConfigError) throw new ConfigError(`admin.persist_file: routers.${role}: ${err.message}`);
         throw err;

@@ -1,5 +1,5 @@
 import { Module } from '@nestjs/common';
-import { DisaggModule } from '../disagg/disagg.module';
+import { RoutingModule } from '../routing';
 import { AdminChangeStore } from './admin-change-store';
 import { AdminChangesRestorer } from './admin-changes-restorer.service';
 import { AdminService } from './admin.service';
@@ -8,7 +8,7 @@ import { RequestStats } from './status-page/request-stats.service';
 
 /** Admin operations and their state, always in the main app (it owns servers and routers). */
 @Module({
-  imports: [DisaggModule],
+  imports: [RoutingModule],
   providers: [AdminService, AdminChangeStore, DrainRemover, AdminChangesRestorer, RequestStats],
   exports: [AdminService, RequestStats],
 })

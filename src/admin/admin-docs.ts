@@ -1,6 +1,6 @@
 import { Logger, type INestApplication } from '@nestjs/common';
 import { DocumentBuilder, SwaggerModule } from '@nestjs/swagger';
-import type { RouterConfig } from '../config';
+import type { AppConfig } from '../config';
 import { AdminApiModule } from './admin-api.module';
 import { ADMIN_BEARER } from './admin-endpoint.decorator';
 import { adminServedOn } from './admin-placement';
@@ -27,7 +27,7 @@ export async function mountAdminDocs(app: INestApplication): Promise<void> {
 }
 
 /** For the main app: mounts the docs when the admin API is served on the main port. */
-export async function mountAdminDocsOnMainApp(app: INestApplication, config: RouterConfig): Promise<void> {
+export async function mountAdminDocsOnMainApp(app: INestApplication, config: AppConfig): Promise<void> {
   if (adminServedOn(config) === 'main') await mountAdminDocs(app);
 }
 

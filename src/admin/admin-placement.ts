@@ -1,7 +1,7 @@
-import type { RouterConfig } from '../config';
+import type { AppConfig } from '../config';
 
 /** Where the admin API lives: nowhere without a token, else the main port or its own. */
-export function adminServedOn(config: RouterConfig): 'disabled' | 'main' | 'own_port' {
+export function adminServedOn(config: AppConfig): 'disabled' | 'main' | 'own_port' {
   if (!config.admin.token) return 'disabled';
   return config.admin.port === undefined ? 'main' : 'own_port';
 }

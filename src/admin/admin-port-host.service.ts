@@ -2,7 +2,7 @@ import { DynamicModule, Inject, Injectable, Logger, Module, OnApplicationBootstr
 import { APP_FILTER, NestFactory } from '@nestjs/core';
 import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
 import { clientErrorHandler, frameworkErrors } from '../openai/framework-errors';
-import { ROUTER_CONFIG, type RouterConfig } from '../config';
+import { APP_CONFIG, type AppConfig } from '../config';
 import { OpenAiExceptionFilter } from '../openai/openai-exception.filter';
 import { AdminApiModule } from './admin-api.module';
 import { mountAdminDocs } from './admin-docs';
@@ -12,13 +12,13 @@ import { RequestStats } from './status-page/request-stats.service';
 /** Root of the separate admin app: the admin API over the main app's own instances. */
 @Module({})
 class AdminAppModule {
-  static forInstances(config: RouterConfig, admin: AdminService, stats: RequestStats): DynamicModule {
+  static forInstances(config: AppConfig, admin: AdminService, stats: RequestStats): DynamicModule {
     return {
       module: AdminAppModule,
       imports: [
         AdminApiModule.register({
           providers: [
-            { provide: ROUTER_CONFIG, useValue: config },
+            { provide: APP_CONFIG, useValue: config },
             { provide: AdminService, useValue: admin },
             { provide: RequestStats, useValue: stats },
           ],
@@ -43,7 +43,7 @@ export class AdminPortHost implements OnApplicationBootstrap, OnModuleDestroy {
   private boundUrl?: string;
 
   constructor(
-    @Inject(ROUTER_CONFIG) private readonly config: RouterConfig,
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
     private readonly admin: AdminService,
     private readonly stats: RequestStats,
   ) {}

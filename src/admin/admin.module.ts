@@ -1,5 +1,5 @@
 import { DynamicModule, Module } from '@nestjs/common';
-import type { RouterConfig } from '../config';
+import type { AppConfig } from '../config';
 import { AdminAnnouncer } from './admin-announcer.service';
 import { AdminApiModule } from './admin-api.module';
 import { AdminCoreModule } from './admin-core.module';
@@ -12,7 +12,7 @@ import { AdminPortHost } from './admin-port-host.service';
  */
 @Module({})
 export class AdminModule {
-  static forRoot(config: RouterConfig): DynamicModule {
+  static forRoot(config: AppConfig): DynamicModule {
     const placement = adminServedOn(config);
     if (placement === 'disabled') return { module: AdminModule, providers: [AdminAnnouncer] };
     if (placement === 'main') {

@@ -1,13 +1,13 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
-import { ConfigError, ROUTER_CONFIG, SERVER_ROLES, type RouterConfig, type ServerRole } from '../config';
-import { OpenAiError, invalidRequest } from '../openai/openai-error';
-import { RouterManager, RouterRegistry, routerSpecFromConfig, type RouterSnapshot } from '../routing';
+import { ConfigError, APP_CONFIG, SERVER_ROLES, type AppConfig, type ServerRole } from '../config';
+import { RouterRegistry, RouterPolicyCatalog, routerConfigFor, type RouterSnapshot } from '../routing';
 import { ServerRegistry, type ServerState } from '../servers';
 import { AdminChangeStore } from './admin-change-store';
 import type { AddServerBody, RouterSwitchBody } from './admin-schemas';
 import { hostAllowed } from './allowed-hosts';
 import { DrainRemover } from './drain-remover.service';
 import { redactSecrets } from './redact';
+import { HttpApiError, invalidRequest } from '../common';
 
 export interface DrainResult {
   server: Record<string, unknown>;
@@ -33,10 +33,10 @@ export class AdminService {
   private readonly logger = new Logger('Admin');
 
   constructor(
-    @Inject(ROUTER_CONFIG) private readonly config: RouterConfig,
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
     private readonly registry: ServerRegistry,
-    private readonly routers: RouterManager,
-    private readonly policies: RouterRegistry,
+    private readonly routers: RouterRegistry,
+    private readonly policies: RouterPolicyCatalog,
     private readonly store: AdminChangeStore,
     private readonly drains: DrainRemover,
   ) {}
@@ -48,7 +48,7 @@ export class AdminService {
 
   server(id: string): ServerState {
     const server = this.registry.get(id);
-    if (!server) throw new OpenAiError(404, `no server with id '${id}'`, { param: 'id', code: 'server_not_found' });
+    if (!server) throw new HttpApiError(404, `no server with id '${id}'`, { param: 'id', code: 'server_not_found' });
     return server;
   }
 
@@ -56,11 +56,11 @@ export class AdminService {
     const hostname = new URL(body.url).hostname;
     if (!hostAllowed(hostname, this.config.admin.allowed_hosts)) {
       const why = this.config.admin.allowed_hosts ? 'is not in admin.allowed_hosts' : 'is link-local (a metadata address): list it in admin.allowed_hosts to allow it';
-      throw new OpenAiError(403, `host '${hostname}' ${why}`, { param: 'url', code: 'host_not_allowed' });
+      throw new HttpApiError(403, `host '${hostname}' ${why}`, { param: 'url', code: 'host_not_allowed' });
     }
     const existing = this.registry.findByUrl(body.role, body.url);
     if (existing) {
-      throw new OpenAiError(409, `${body.role} server ${existing.url} is already registered (id '${existing.id}', state ${existing.status})`, {
+      throw new HttpApiError(409, `${body.role} server ${existing.url} is already registered (id '${existing.id}', state ${existing.status})`, {
         param: 'url',
         code: 'server_exists',
       });
@@ -91,7 +91,7 @@ export class AdminService {
   resume(id: string): ServerState {
     const server = this.server(id);
     if (server.status !== 'draining') {
-      throw new OpenAiError(409, `${server.role} server ${server.url} is ${server.status}, not draining`, { code: 'not_draining' });
+      throw new HttpApiError(409, `${server.role} server ${server.url} is ${server.status}, not draining`, { code: 'not_draining' });
     }
     this.registry.setStatus(server, 'preparing');
     return server;
@@ -100,7 +100,7 @@ export class AdminService {
   async removeServer(id: string, force: boolean): Promise<ServerState> {
     const server = this.server(id);
     if (server.activeRequests > 0 && !force) {
-      throw new OpenAiError(409, `${server.role} server ${server.url} has ${server.activeRequests} request(s) in flight; drain it first or pass force=true`, {
+      throw new HttpApiError(409, `${server.role} server ${server.url} has ${server.activeRequests} request(s) in flight; drain it first or pass force=true`, {
         param: 'force',
         code: 'server_busy',
       });
@@ -130,7 +130,7 @@ export class AdminService {
     if (!this.policies.has(type)) {
       throw invalidRequest(`unknown router type '${type}'; available: ${this.policies.names().join(', ')}`, 'type', 'unknown_router_type');
     }
-    const inherited = routerSpecFromConfig(this.config, pool).inherited;
+    const inherited = routerConfigFor(this.config, pool).inherited;
     try {
       await this.routers.switchPolicy(pool, { type, args, inherited });
     } catch (err) {
@@ -154,7 +154,7 @@ export class AdminService {
     try {
       await write();
     } catch (err) {
-      throw new OpenAiError(500, `the change is in effect but could not be saved to admin.persist_file: ${(err as Error).message}`, { code: 'persist_failed' });
+      throw new HttpApiError(500, `the change is in effect but could not be saved to admin.persist_file: ${(err as Error).message}`, { code: 'persist_failed' });
     }
   }
 }

@@ -1,6 +1,6 @@
 import { Injectable, OnModuleDestroy, OnModuleInit } from '@nestjs/common';
-import { RequestEvents } from '../disagg/request-events';
 import { ServerRegistry, type ServerState } from '../servers';
+import { RequestEvents } from '../request-events';
 
 type OnRemoved = (server: ServerState) => void;
 

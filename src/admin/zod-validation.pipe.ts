@@ -1,6 +1,6 @@
 import { PipeTransform } from '@nestjs/common';
 import type { z } from 'zod';
-import { invalidRequest } from '../openai/openai-error';
+import { invalidRequest } from '../common';
 
 /**
  * Validates a request value with a zod schema; failures are OpenAI-style 400s naming the

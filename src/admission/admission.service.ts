@@ -1,9 +1,8 @@
 import { Inject, Injectable, OnModuleDestroy, Optional } from '@nestjs/common';
-import { ROUTER_CONFIG, type RouterConfig, type ServerRole } from '../config';
-import { ClientGoneError } from '../disagg/upstream-failure';
+import { APP_CONFIG, type AppConfig, type ServerRole } from '../config';
 import { MetricsService } from '../observability/metrics/metrics.service';
-import { OpenAiError } from '../openai/openai-error';
 import { SlotQueue, SlotRejectedError } from './slot-queue';
+import { ClientGoneError, HttpApiError } from '../common';
 
 /** Holds an admission slot; release() is idempotent. */
 export interface AdmissionTicket {
@@ -26,7 +25,7 @@ export class AdmissionService implements OnModuleDestroy {
   private readonly retryAfter: string;
 
   constructor(
-    @Inject(ROUTER_CONFIG) config: RouterConfig,
+    @Inject(APP_CONFIG) config: AppConfig,
     @Optional() private readonly metrics?: MetricsService,
   ) {
     const l = config.limits;
@@ -96,13 +95,13 @@ export class AdmissionService implements OnModuleDestroy {
       if (err.reason !== 'aborted') this.metrics?.admissionRejected(err.reason, name);
       if (err.reason === 'aborted') throw new ClientGoneError();
       if (err.reason === 'closed') {
-        throw new OpenAiError(503, 'the router is shutting down', { code: 'shutting_down', headers: { 'retry-after': '1' } });
+        throw new HttpApiError(503, 'the router is shutting down', { code: 'shutting_down', headers: { 'retry-after': '1' } });
       }
       const message =
         err.reason === 'queue_full'
           ? `the ${what} is at its limit of ${queue.limit} requests in flight and its queue of ${queue.queueSize} is full`
           : `no ${what} slot was free within ${queue.queueTimeoutMs} ms`;
-      throw new OpenAiError(429, message, { code: err.reason, headers: { 'retry-after': this.retryAfter } });
+      throw new HttpApiError(429, message, { code: err.reason, headers: { 'retry-after': this.retryAfter } });
     } finally {
       this.metrics?.setQueueLength(queue.waiting, name);
     }

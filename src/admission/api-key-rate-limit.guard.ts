@@ -1,11 +1,11 @@
 import { CanActivate, ExecutionContext, Inject, Injectable, Optional } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
 import type { FastifyRequest } from 'fastify';
-import { ROUTER_CONFIG, type RouterConfig } from '../config';
+import { APP_CONFIG, type AppConfig } from '../config';
 import { MetricsService } from '../observability/metrics/metrics.service';
-import { OpenAiError } from '../openai/openai-error';
 import { isClientTraffic } from './client-traffic.decorator';
 import { TokenBucket } from './token-bucket';
+import { HttpApiError } from '../common';
 
 /**
  * Per-API-key rate limit (limits.api_keys): the client's bearer token picks a token bucket.
@@ -17,7 +17,7 @@ export class ApiKeyRateLimitGuard implements CanActivate {
   private readonly rejectUnknown: boolean;
 
   constructor(
-    @Inject(ROUTER_CONFIG) config: RouterConfig,
+    @Inject(APP_CONFIG) config: AppConfig,
     private readonly reflector: Reflector,
     @Optional() private readonly metrics?: MetricsService,
   ) {
@@ -35,14 +35,14 @@ export class ApiKeyRateLimitGuard implements CanActivate {
     const bucket = key === undefined ? undefined : this.buckets.get(key);
     if (!bucket) {
       if (!this.rejectUnknown) return true;
-      throw new OpenAiError(401, key === undefined ? 'an API key is required (Authorization: Bearer <key>)' : 'invalid API key', {
+      throw new HttpApiError(401, key === undefined ? 'an API key is required (Authorization: Bearer <key>)' : 'invalid API key', {
         code: 'invalid_api_key',
       });
     }
     const wait = bucket.take();
     if (wait === 0) return true;
     this.metrics?.admissionRejected('rate_limited', 'api_key');
-    throw new OpenAiError(429, 'rate limit exceeded for this API key', {
+    throw new HttpApiError(429, 'rate limit exceeded for this API key', {
       code: 'rate_limit_exceeded',
       headers: { 'retry-after': String(Math.max(1, Math.ceil(wait))) },
     });

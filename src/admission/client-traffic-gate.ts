@@ -1,7 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import type { FastifyReply } from 'fastify';
-import { ClientGoneError } from '../disagg/upstream-failure';
-import { OpenAiError } from '../openai/openai-error';
+import { ClientGoneError, HttpApiError } from '../common';
 import { AdmissionService, type AdmissionTicket } from './admission.service';
 
 /** What the shutdown drain does for client traffic: refuse once draining, count in flight, stop. */
@@ -45,7 +44,7 @@ export class ClientTrafficGate {
     const drain = this.drain;
     if (drain) {
       if (drain.isDraining) {
-        throw new OpenAiError(503, 'the router is shutting down', {
+        throw new HttpApiError(503, 'the router is shutting down', {
           code: 'shutting_down',
           headers: { 'retry-after': '1', connection: 'close' },
         });

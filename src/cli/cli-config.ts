@@ -3,8 +3,8 @@ import {
   loadConfigFile,
   parseMetadataServerFile,
   readYamlFile,
-  type RouterConfig,
-  type RouterConfigInput,
+  type AppConfig,
+  type AppConfigInput,
 } from '../config';
 import type { CliOptions } from './cli-args';
 
@@ -12,12 +12,12 @@ import type { CliOptions } from './cli-args';
  * The config the command line describes: the file, the env overrides, then the flags (which
  * win). `-m FILE` replaces the keys it gives in `metadata_server_config`.
  */
-export function configFromCli(cli: CliOptions, env: NodeJS.ProcessEnv): RouterConfig {
+export function configFromCli(cli: CliOptions, env: NodeJS.ProcessEnv): AppConfig {
   const metadata = cli.metadataServerConfigFile
     ? parseMetadataServerFile(readYamlFile(resolve(cli.metadataServerConfigFile), 'metadata server config file'), resolve(cli.metadataServerConfigFile))
     : undefined;
   return loadConfigFile(cli.configPath, env, (raw) => {
-    const out: RouterConfigInput = { ...raw };
+    const out: AppConfigInput = { ...raw };
     if (metadata) {
       out.metadata_server_config = { ...(raw.metadata_server_config ?? {}), ...metadata };
       // The metadata server's timeout times the workers' checks, as TensorRT-LLM does (a flag wins).

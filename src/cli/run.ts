@@ -1,7 +1,7 @@
 import { Logger } from '@nestjs/common';
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import { createRouterApp } from '../app.factory';
-import { buildConfig, type RouterConfig, type ServerRole } from '../config';
+import { buildConfig, type AppConfig, type ServerRole } from '../config';
 import { enableGracefulShutdown } from '../lifecycle/graceful-shutdown';
 import { resolveAppLogger } from '../observability/logging/app-logger';
 import { ServerRegistry } from '../servers';
@@ -17,7 +17,7 @@ const TRTLLM_KEYS_IGNORED = [
 
 export interface RunningCli {
   app: NestFastifyApplication;
-  config: RouterConfig;
+  config: AppConfig;
   url: string;
   close(): Promise<void>;
 }

@@ -3,7 +3,7 @@ import type { FastifyReply } from 'fastify';
 import { HttpSessionProvider } from '../http-session';
 import { ClusterStatus, ServerRegistry } from '../servers';
 import { packageVersion } from '../version';
-import { OpenAiError } from '../openai/openai-error';
+import { HttpApiError } from '../common';
 
 /** Router-level endpoints of trtllm-serve disaggregated: health, cluster info, models. */
 @Controller()
@@ -40,13 +40,13 @@ export class ClusterController {
   @Get('v1/models')
   async models(@Res() reply: FastifyReply): Promise<void> {
     const ready = this.servers.ready('generation');
-    if (ready.length === 0) throw new OpenAiError(503, 'no generation server available', { code: 'no_server_available' });
+    if (ready.length === 0) throw new HttpApiError(503, 'no generation server available', { code: 'no_server_available' });
     const server = ready[this.nextModelsServer++ % ready.length];
     let res;
     try {
       res = await this.session.request({ origin: server.origin, path: '/v1/models', headersTimeoutMs: 10_000, bodyTimeoutMs: 10_000 });
     } catch (err) {
-      throw new OpenAiError(502, `generation server ${server.url} failed: ${(err as Error).message}`, { code: 'upstream_error' });
+      throw new HttpApiError(502, `generation server ${server.url} failed: ${(err as Error).message}`, { code: 'upstream_error' });
     }
     const text = await res.body.text();
     void reply.code(res.statusCode).header('content-type', 'application/json').send(text);

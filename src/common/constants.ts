@@ -1,5 +1,14 @@
-/** The OpenAI inference endpoints the router serves, by request kind. */
-export const INFERENCE_PATHS = { completion: '/v1/completions', chat: '/v1/chat/completions' } as const;
+/** The two OpenAI request kinds the router serves. */
+export type RequestKind = 'completion' | 'chat';
 
-/** The request id a client may send and every answer carries. */
+/** Where each request kind is served, on the router and on the workers alike. */
+export const INFERENCE_PATH: Readonly<Record<RequestKind, string>> = {
+  completion: '/v1/completions',
+  chat: '/v1/chat/completions',
+};
+
+/** The inference paths, for guards and hooks that match on the URL. */
+export const INFERENCE_PATHS: readonly string[] = Object.values(INFERENCE_PATH);
+
+/** Correlates one request across client, router logs and both workers. */
 export const REQUEST_ID_HEADER = 'x-request-id';

@@ -3,16 +3,16 @@ import { resolve } from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import type { z } from 'zod';
 import { ConfigError } from './config-error';
-import { RouterConfig, RouterConfigInput, routerConfigSchema } from './config.schema';
+import { AppConfig, AppConfigInput, routerConfigSchema } from './config.schema';
 import { SERVER_ROLES } from './server-role';
 import { applyTrtllmSemantics } from './trtllm-semantics';
 
 /** Changes on top of the file and the env (command-line flags), applied before validation. */
-export type ConfigOverrides = (raw: RouterConfigInput) => RouterConfigInput;
+export type ConfigOverrides = (raw: AppConfigInput) => AppConfigInput;
 
 export const DEFAULT_CONFIG_PATH = 'config/default.yaml';
 
-export function loadConfigFile(path: string, env: NodeJS.ProcessEnv = process.env, overrides?: ConfigOverrides): RouterConfig {
+export function loadConfigFile(path: string, env: NodeJS.ProcessEnv = process.env, overrides?: ConfigOverrides): AppConfig {
   const file = resolve(path);
   return buildConfig(readYamlFile(file, 'config file'), file, env, overrides);
 }
@@ -38,11 +38,11 @@ export function buildConfig(
   source = '<inline config>',
   env: NodeJS.ProcessEnv = {},
   overrides?: ConfigOverrides,
-): RouterConfig {
+): AppConfig {
   if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) {
     throw new ConfigError(`config ${source}: the top level must be a mapping of keys`);
   }
-  const inherited = applyTrtllmSemantics(raw as Record<string, unknown>, source) as RouterConfigInput;
+  const inherited = applyTrtllmSemantics(raw as Record<string, unknown>, source) as AppConfigInput;
   const withEnv = applyEnvOverrides(inherited, env);
   const parsed = routerConfigSchema.safeParse(overrides ? overrides(withEnv) : withEnv);
   if (!parsed.success) throw new ConfigError(formatIssues(parsed.error.issues, source));
@@ -50,8 +50,8 @@ export function buildConfig(
   return parsed.data;
 }
 
-function applyEnvOverrides(raw: RouterConfigInput, env: NodeJS.ProcessEnv): RouterConfigInput {
-  const out: RouterConfigInput = { ...raw };
+function applyEnvOverrides(raw: AppConfigInput, env: NodeJS.ProcessEnv): AppConfigInput {
+  const out: AppConfigInput = { ...raw };
   if (env.DISAGG_HOST) out.hostname = env.DISAGG_HOST;
   if (env.DISAGG_PORT) out.port = Number(env.DISAGG_PORT);
   if (env.DISAGG_ADMIN_TOKEN) out.admin = { ...(raw.admin ?? {}), token: env.DISAGG_ADMIN_TOKEN };
@@ -69,7 +69,7 @@ function formatIssues(issues: readonly z.core.$ZodIssue[], source: string): stri
   return `invalid config ${source}:\n${lines.join('\n')}`;
 }
 
-function checkConsistency(config: RouterConfig, source: string): void {
+function checkConsistency(config: AppConfig, source: string): void {
   if (config.perf_metrics_max_requests > 0 && config.perf_metrics.max_requests > 0) {
     throw new ConfigError(
       `invalid config ${source}:\n  perf_metrics_max_requests and perf_metrics.max_requests: give one (TensorRT-LLM's format or this router's)`,

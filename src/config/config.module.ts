@@ -1,26 +1,26 @@
 import { DynamicModule, Global, Module } from '@nestjs/common';
 import { buildConfig, loadConfigFile } from './config.loader';
-import type { RouterConfig, RouterConfigInput } from './config.schema';
-import { ROUTER_CONFIG } from './config.tokens';
+import type { AppConfig, AppConfigInput } from './config.schema';
+import { APP_CONFIG } from './config.tokens';
 
-export interface RouterConfigModuleOptions {
+export interface AppConfigModuleOptions {
   /** An already validated config, or a raw object to validate, or a YAML file to load. */
-  config?: RouterConfig | RouterConfigInput;
+  config?: AppConfig | AppConfigInput;
   path?: string;
 }
 
 /** Validated router config as a global provider, loaded once (as @nestjs/config's forRoot). */
 @Global()
 @Module({})
-export class RouterConfigModule {
-  static forRoot(options: RouterConfigModuleOptions): DynamicModule {
+export class AppConfigModule {
+  static forRoot(options: AppConfigModuleOptions): DynamicModule {
     const config = options.config
       ? buildConfig(options.config)
       : loadConfigFile(options.path ?? 'config/default.yaml');
     return {
-      module: RouterConfigModule,
-      providers: [{ provide: ROUTER_CONFIG, useValue: config }],
-      exports: [ROUTER_CONFIG],
+      module: AppConfigModule,
+      providers: [{ provide: APP_CONFIG, useValue: config }],
+      exports: [APP_CONFIG],
     };
   }
 }

@@ -202,8 +202,8 @@ export const routerConfigSchema = z.looseObject({
   simulate: simulateSchema.optional(),
 });
 
-export type RouterConfigInput = z.input<typeof routerConfigSchema>;
-export type RouterConfig = z.output<typeof routerConfigSchema>;
+export type AppConfigInput = z.input<typeof routerConfigSchema>;
+export type AppConfig = z.output<typeof routerConfigSchema>;
 export type ServerPoolConfig = z.output<typeof serverPoolSchema>;
 export type RouterBlockConfig = z.output<typeof routerBlockSchema>;
 export type DisaggClusterConfig = z.output<typeof disaggClusterSchema>;

@@ -1,2 +1,2 @@
-/** Injection token of the validated RouterConfig. */
-export const ROUTER_CONFIG = Symbol('ROUTER_CONFIG');
+/** Injection token of the validated AppConfig. */
+export const APP_CONFIG = Symbol('APP_CONFIG');

@@ -1,4 +1,4 @@
-import type { AbortHandle } from '../http-session/abort-handle';
+import { AbortHandle } from '../http-session/abort-handle';
 
 /**
  * The client side of one request as the disagg flow sees it: where the answer goes, and an
@@ -22,4 +22,26 @@ export interface ClientChannel {
    */
   write(chunk: Buffer | string): Promise<void> | undefined;
   end(): void;
+}
+
+/**
+ * The client channel with an abort of its own that also follows the client's: the generation
+ * call waits for a KV cache that a failed context call will never send, so it is aborted then.
+ */
+export function channelWithOwnAbort(channel: ClientChannel): { channel: ClientChannel; abort: AbortHandle } {
+  const abort = new AbortHandle();
+  if (channel.abort.aborted) abort.abort(channel.abort.reason);
+  else channel.abort.once('abort', () => abort.abort(channel.abort.reason));
+  const linked: ClientChannel = {
+    abort,
+    requestId: channel.requestId,
+    get headersSent() {
+      return channel.headersSent;
+    },
+    sendJson: (status, text) => channel.sendJson(status, text),
+    startStream: (moreNow) => channel.startStream(moreNow),
+    write: (chunk) => channel.write(chunk),
+    end: () => channel.end(),
+  };
+  return { channel: linked, abort };
 }

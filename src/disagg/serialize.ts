@@ -1,4 +1,4 @@
-import { OpenAiError } from '../openai/openai-error';
+import { HttpApiError } from '../common';
 
 /**
  * JSON.stringify of a client's request body. A body the router cannot serialise (nested too
@@ -9,6 +9,6 @@ export function serializeRequest(value: unknown): string {
   try {
     return JSON.stringify(value);
   } catch {
-    throw new OpenAiError(400, 'the request body cannot be forwarded: it is nested too deeply', { code: 'invalid_body' });
+    throw new HttpApiError(400, 'the request body cannot be forwarded: it is nested too deeply', { code: 'invalid_body' });
   }
 }

@@ -1,4 +1,4 @@
-import { OpenAiError } from '../openai/openai-error';
+import { HttpApiError } from '../common';
 
 /**
  * A worker's 4xx answer as the client gets it: a JSON object (TensorRT-LLM's own error shape
@@ -16,5 +16,5 @@ export function workerErrorBody(role: string, status: number, text: string): str
       /* wrapped below */
     }
   }
-  return JSON.stringify(new OpenAiError(status, `the ${role} server refused the request (HTTP ${status})`, { code: 'upstream_rejected' }).body);
+  return JSON.stringify(new HttpApiError(status, `the ${role} server refused the request (HTTP ${status})`, { code: 'upstream_rejected' }).body);
 }

@@ -1,6 +1,6 @@
 import { Inject, Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy, OnModuleInit, Optional } from '@nestjs/common';
 import type { Etcd3, IKeyValue, Watcher } from 'etcd3';
-import { ROUTER_CONFIG, type RouterConfig } from '../config';
+import { APP_CONFIG, type AppConfig } from '../config';
 import { ActiveHealthChecker, StartupGate } from '../health';
 import { MetricsService } from '../observability/metrics/metrics.service';
 import { ClusterStatus, ServerRegistry, type ServerState } from '../servers';
@@ -55,7 +55,7 @@ export class EtcdDiscovery implements OnModuleInit, OnApplicationBootstrap, OnMo
   private readonly cleanup: Array<() => void> = [];
 
   constructor(
-    @Inject(ROUTER_CONFIG) private readonly config: RouterConfig,
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
     private readonly registry: ServerRegistry,
     private readonly status: ClusterStatus,
     private readonly monitor: ActiveHealthChecker,

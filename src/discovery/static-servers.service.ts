@@ -1,5 +1,5 @@
 import { Inject, Injectable, OnApplicationBootstrap } from '@nestjs/common';
-import { ROUTER_CONFIG, SERVER_ROLES, type RouterConfig } from '../config';
+import { APP_CONFIG, SERVER_ROLES, type AppConfig } from '../config';
 import { ServerPreparer } from '../health';
 import { ServerRegistry } from '../servers';
 
@@ -12,7 +12,7 @@ import { ServerRegistry } from '../servers';
 @Injectable()
 export class StaticServersService implements OnApplicationBootstrap {
   constructor(
-    @Inject(ROUTER_CONFIG) private readonly config: RouterConfig,
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
     private readonly registry: ServerRegistry,
     private readonly preparer: ServerPreparer,
   ) {}

@@ -1,6 +1,6 @@
 import { Inject, Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
 import { EventEmitter } from 'node:events';
-import { ROUTER_CONFIG, type RouterConfig } from '../config';
+import { APP_CONFIG, type AppConfig } from '../config';
 import { HttpSessionClosedError } from '../http-session';
 import { ServerRegistry, type HealthResult, type ServerState } from '../servers';
 import { healthOptionsFrom, type HealthOptions } from './health-options';
@@ -34,7 +34,7 @@ export class ActiveHealthChecker implements OnApplicationBootstrap, OnModuleDest
   private stopped = false;
 
   constructor(
-    @Inject(ROUTER_CONFIG) config: RouterConfig,
+    @Inject(APP_CONFIG) config: AppConfig,
     private readonly registry: ServerRegistry,
     private readonly preparer: ServerPreparer,
     private readonly outliers: OutlierDetector,

@@ -1,4 +1,4 @@
-import type { RouterConfig } from '../config';
+import type { AppConfig } from '../config';
 
 /** The health section of the config in the units the health module works with. */
 export interface HealthOptions {
@@ -10,7 +10,7 @@ export interface HealthOptions {
   breaker: { enabled: boolean; failureThreshold: number; cooldownMs: number };
 }
 
-export function healthOptionsFrom(config: RouterConfig): HealthOptions {
+export function healthOptionsFrom(config: AppConfig): HealthOptions {
   const h = config.health;
   return {
     intervalMs: h.interval_s * 1000,

@@ -1,6 +1,5 @@
 import { Module } from '@nestjs/common';
 import { APP_GUARD } from '@nestjs/core';
-import { DisaggModule } from '../disagg/disagg.module';
 import { ServersModule } from '../servers';
 import { ActiveHealthChecker } from './active-health-checker.service';
 import { OutlierDetector } from './outlier-detector.service';
@@ -10,7 +9,7 @@ import { StartupGuard } from './startup.guard';
 
 /** Server preparation, active health checks, outlier detection (circuit breakers), the startup wait. */
 @Module({
-  imports: [ServersModule, DisaggModule],
+  imports: [ServersModule],
   providers: [ServerPreparer, OutlierDetector, ActiveHealthChecker, StartupGate, { provide: APP_GUARD, useClass: StartupGuard }],
   exports: [ServerPreparer, OutlierDetector, ActiveHealthChecker, StartupGate],
 })

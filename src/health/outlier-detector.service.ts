@@ -1,7 +1,7 @@
 import { Inject, Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
-import { ROUTER_CONFIG, type RouterConfig } from '../config';
-import { RequestEvents, type RequestDoneEvent, type UpstreamFailureEvent } from '../disagg/request-events';
-import type { UpstreamFailureKind } from '../disagg/upstream-failure';
+import type { UpstreamFailureKind } from '../common';
+import { APP_CONFIG, type AppConfig } from '../config';
+import { RequestEvents, type RequestDoneEvent, type UpstreamFailureEvent } from '../request-events';
 import { ServerRegistry, type ServerState } from '../servers';
 import { CircuitBreaker } from './circuit-breaker';
 import { healthOptionsFrom, type HealthOptions } from './health-options';
@@ -26,7 +26,7 @@ export class OutlierDetector implements OnApplicationBootstrap, OnModuleDestroy 
   private readonly unsubscribe: Array<() => void> = [];
 
   constructor(
-    @Inject(ROUTER_CONFIG) config: RouterConfig,
+    @Inject(APP_CONFIG) config: AppConfig,
     private readonly registry: ServerRegistry,
     private readonly requests: RequestEvents,
   ) {

@@ -1,5 +1,5 @@
 import { Inject, Injectable, Logger, OnModuleDestroy, OnModuleInit } from '@nestjs/common';
-import { ROUTER_CONFIG, type RouterConfig } from '../config';
+import { APP_CONFIG, type AppConfig } from '../config';
 import { HttpSessionClosedError } from '../http-session';
 import { ServerRegistry, type ServerState } from '../servers';
 import { healthOptionsFrom } from './health-options';
@@ -27,7 +27,7 @@ export class ServerPreparer implements OnModuleInit, OnModuleDestroy {
   private unsubscribe?: () => void;
 
   constructor(
-    @Inject(ROUTER_CONFIG) config: RouterConfig,
+    @Inject(APP_CONFIG) config: AppConfig,
     private readonly registry: ServerRegistry,
   ) {
     this.timeoutMs = healthOptionsFrom(config).timeoutMs;

@@ -1,5 +1,5 @@
 import { Inject, Injectable, Logger, OnModuleDestroy, OnModuleInit } from '@nestjs/common';
-import { ROUTER_CONFIG, type RouterConfig } from '../config';
+import { APP_CONFIG, type AppConfig } from '../config';
 import { ClusterStatus, ServerRegistry, type Readiness } from '../servers';
 
 /**
@@ -18,7 +18,7 @@ export class StartupGate implements OnModuleInit, OnModuleDestroy {
   private readonly cleanup: Array<() => void> = [];
 
   constructor(
-    @Inject(ROUTER_CONFIG) config: RouterConfig,
+    @Inject(APP_CONFIG) config: AppConfig,
     private readonly registry: ServerRegistry,
     private readonly status: ClusterStatus,
   ) {

@@ -1,9 +1,9 @@
 import { CanActivate, ExecutionContext, Injectable } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
 import { isClientTraffic } from '../admission/client-traffic.decorator';
-import { OpenAiError } from '../openai/openai-error';
 import { ServerRegistry } from '../servers';
 import { StartupGate } from './startup-gate.service';
+import { HttpApiError } from '../common';
 
 /**
  * During the startup wait, a @ClientTraffic() request that no server could take yet gets a
@@ -24,7 +24,7 @@ export class StartupGuard implements CanActivate {
     const missing = this.missingPool();
     if (!missing) return true;
     const total = this.servers.list(missing).length;
-    throw new OpenAiError(
+    throw new HttpApiError(
       503,
       `the router is starting: no ${missing} server is ready yet (${total} known); it waits up to ${this.gate.secondsLeft} s more for them, retry shortly`,
       { code: 'starting', type: 'service_unavailable', headers: { 'retry-after': '1' } },

@@ -1,5 +1,5 @@
 import { DynamicModule, Global, Module } from '@nestjs/common';
-import { ROUTER_CONFIG, type RouterConfig } from '../config';
+import { APP_CONFIG, type AppConfig } from '../config';
 import { HttpSessionProvider } from './http-session.provider';
 import { DEFAULT_HTTP_SESSION_OPTIONS, HTTP_SESSION_OPTIONS, type HttpSessionOptions } from './http-session.options';
 
@@ -17,8 +17,8 @@ export class HttpSessionModule {
       providers: [
         {
           provide: HTTP_SESSION_OPTIONS,
-          inject: [ROUTER_CONFIG],
-          useFactory: (config: RouterConfig): HttpSessionOptions => ({
+          inject: [APP_CONFIG],
+          useFactory: (config: AppConfig): HttpSessionOptions => ({
             connectionsPerServer: config.http_session.connections_per_server,
             connectTimeoutMs: config.http_session.connect_timeout_ms,
             keepAliveTimeoutMs: config.http_session.keep_alive_timeout_ms,

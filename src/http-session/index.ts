@@ -3,3 +3,4 @@ export * from './http-session.errors';
 export * from './http-session.module';
 export * from './http-session.options';
 export * from './http-session.provider';
+export * from './transport-errors';

@@ -1,6 +1,6 @@
 import { Inject, Injectable, Logger, OnModuleDestroy, OnModuleInit, Optional } from '@nestjs/common';
 import { ClientTrafficGate, type ClientTrafficDrain } from '../admission/client-traffic-gate';
-import { ROUTER_CONFIG, type RouterConfig } from '../config';
+import { APP_CONFIG, type AppConfig } from '../config';
 import { ClusterStatus, type Readiness } from '../servers';
 
 const READY: Readiness = { ready: true };
@@ -24,7 +24,7 @@ export class DrainService implements ClientTrafficDrain, OnModuleInit, OnModuleD
   private removeGate?: () => void;
 
   constructor(
-    @Inject(ROUTER_CONFIG) private readonly config: RouterConfig,
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
     private readonly status: ClusterStatus,
     @Optional() private readonly traffic?: ClientTrafficGate,
   ) {}

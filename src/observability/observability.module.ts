@@ -1,6 +1,6 @@
 import { DynamicModule, Module, type Type } from '@nestjs/common';
-import type { RouterConfig } from '../config';
-import { DisaggModule } from '../disagg/disagg.module';
+import type { AppConfig } from '../config';
+import { ServersModule } from '../servers';
 import { InFlightRequests } from './context/in-flight-requests';
 import { RequestContextHooks } from './context/request-context.hooks';
 import { PayloadLogHooks } from './logging/payload-log.hooks';
@@ -21,7 +21,7 @@ import { RequestTracing } from './tracing/request-tracing.service';
  */
 @Module({})
 export class ObservabilityModule {
-  static forRoot(config: Pick<RouterConfig, 'metrics' | 'perf_metrics' | 'perf_metrics_max_requests'>): DynamicModule {
+  static forRoot(config: Pick<AppConfig, 'metrics' | 'perf_metrics' | 'perf_metrics_max_requests'>): DynamicModule {
     const controllers: Type[] = [];
     if (config.metrics.enabled) controllers.push(MetricsController);
     if (config.perf_metrics.max_requests > 0) controllers.push(PerfMetricsController);
@@ -29,7 +29,7 @@ export class ObservabilityModule {
     return {
       module: ObservabilityModule,
       global: true,
-      imports: [DisaggModule],
+      imports: [ServersModule],
       controllers,
       providers: [InFlightRequests, MetricsService, RequestMetricsListener, RequestContextHooks, PayloadLogHooks, PerfMetricsStore, TrtllmPerfMetrics, RequestTracing],
       exports: [MetricsService, PerfMetricsStore, RequestTracing],

@@ -1,6 +1,6 @@
 import type { FastifyReply } from 'fastify';
 import type { ServerResponse } from 'node:http';
-import { REQUEST_ID_HEADER } from '../common/constants';
+import { REQUEST_ID_HEADER } from '../common';
 import type { ClientChannel } from '../disagg/client-channel';
 import { AbortHandle } from '../http-session/abort-handle';
 

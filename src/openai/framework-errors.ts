@@ -1,9 +1,9 @@
 import { STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { defaultType, type OpenAiErrorBody } from './openai-error';
+import { defaultType, type OpenAiErrorBody } from '../common';
 
-/** An OpenAI-style error body, without the HttpException an OpenAiError carries. */
+/** An OpenAI-style error body, without the HttpException an HttpApiError carries. */
 function errorBody(status: number, message: string, code: string): string {
   const body: OpenAiErrorBody = { error: { message, type: defaultType(status), param: null, code } };
   return JSON.stringify(body);

@@ -3,12 +3,11 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { ClientTrafficGate } from '../admission/client-traffic-gate';
 import { ClientTraffic } from '../admission/client-traffic.decorator';
 import { DisaggService } from '../disagg/disagg.service';
-import { ClientGoneError } from '../disagg/upstream-failure';
 import type { RequestKind } from '../routing';
-import { OpenAiError } from './openai-error';
 import { writeOpenAiError } from './error-response';
 import { FastifyClientChannel } from './fastify-client-channel';
 import { requireJsonContentType, validateOpenAiRequest } from './request-validation';
+import { ClientGoneError, HttpApiError } from '../common';
 
 /** The OpenAI-compatible front door: completions and chat, streamed or not. */
 @Controller('v1')
@@ -48,7 +47,7 @@ export class OpenAiController {
       await this.disagg.handle(kind, body, channel, req.headers);
     } catch (err) {
       if (err instanceof ClientGoneError && channel.stoppedForShutdown) {
-        writeOpenAiError(channel.raw, new OpenAiError(503, 'the router is shutting down', { code: 'shutting_down' }), this.logger, req.id);
+        writeOpenAiError(channel.raw, new HttpApiError(503, 'the router is shutting down', { code: 'shutting_down' }), this.logger, req.id);
         return;
       }
       if (err instanceof ClientGoneError) {

@@ -1,5 +1,5 @@
 import type { RequestKind } from '../routing';
-import { OpenAiError, invalidRequest } from './openai-error';
+import { HttpApiError, invalidRequest } from '../common';
 
 /**
  * Checks what the router itself relies on, without copying the body: everything else is
@@ -85,7 +85,7 @@ function isPlainObject(v: unknown): v is Record<string, unknown> {
  */
 export function requireJsonContentType(contentType: string | undefined): void {
   if (contentType !== undefined && isJsonMediaType(contentType)) return;
-  throw new OpenAiError(415, 'the request body must be JSON (content-type: application/json)', { code: 'unsupported_media_type' });
+  throw new HttpApiError(415, 'the request body must be JSON (content-type: application/json)', { code: 'unsupported_media_type' });
 }
 
 function isJsonMediaType(contentType: string): boolean {

@@ -1,108 +1,71 @@
-import { Injectable, Logger } from '@nestjs/common';
-import { ContextIdFactory, DiscoveryService, ModuleRef } from '@nestjs/core';
-import type { Type } from '@nestjs/common';
-import { ConfigError, type ServerRole } from '../config';
-import { BaseRouter } from './base-router';
+import { Inject, Injectable, Logger, OnModuleDestroy, OnModuleInit } from '@nestjs/common';
+import { APP_CONFIG, SERVER_ROLES, type AppConfig, type ServerRole } from '../config';
+import { ServerRegistry, type ServerEvent } from '../servers';
 import type { Router } from './router.interface';
-import type { RouterSpec } from './router-spec';
-import { DiscoverableRoutingPolicy, type RoutingPolicyMetadata } from './routing-policy.decorator';
-import { splitRouterArgs } from './trtllm-router-args';
-
-interface PolicyEntry {
-  meta: RoutingPolicyMetadata;
-  type: Type<BaseRouter>;
-}
+import { RouterPolicyCatalog } from './router-policy-catalog.service';
+import { routerConfigFor, type RouterConfig } from './router-config';
 
 /**
- * Name -> policy class, collected from every provider marked with @RoutingPolicy in the app
- * (built-in ones and users' own modules alike).
+ * The live router of each pool. It feeds routers the `ready` servers of the server registry and
+ * swaps policies at runtime: requests keep the router that started them, so their
+ * finishRequest reaches it even after a switch.
  */
 @Injectable()
-export class RouterRegistry {
+export class RouterRegistry implements OnModuleInit, OnModuleDestroy {
   private readonly logger = new Logger(RouterRegistry.name);
-  private policies?: Map<string, PolicyEntry>;
+  private readonly routers = new Map<ServerRole, Router>();
+  private readonly specs = new Map<ServerRole, RouterConfig>();
+  private unsubscribe?: () => void;
 
   constructor(
-    private readonly discovery: DiscoveryService,
-    private readonly moduleRef: ModuleRef,
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+    private readonly registry: RouterPolicyCatalog,
+    private readonly servers: ServerRegistry,
   ) {}
 
-  names(): string[] {
-    return [...this.entries().keys()].sort();
+  async onModuleInit(): Promise<void> {
+    for (const role of SERVER_ROLES) {
+      const spec = routerConfigFor(this.config, role);
+      const router = await this.registry.create(role, spec, undefined, true);
+      router.onServersUpdated(this.servers.ready(role));
+      this.routers.set(role, router);
+      this.specs.set(role, spec);
+      this.logger.log(`${role} pool routed by ${spec.type}`);
+    }
+    this.unsubscribe = this.servers.onEvent((event) => this.follow(event));
   }
 
-  has(name: string): boolean {
-    return this.entries().has(name);
+  async onModuleDestroy(): Promise<void> {
+    this.unsubscribe?.();
+    await Promise.all([...this.routers.values()].map((r) => r.close()));
   }
 
-  /**
-   * Validates a spec against the policy's schema; throws ConfigError naming the problem.
-   * `fromFile`: a router block of a config file, read as TensorRT-LLM reads it (the policy name
-   * in any case; arguments the policy does not take are ignored with a warning naming them).
-   */
-  validate(spec: RouterSpec, where: string, fromFile = false): Record<string, unknown> {
-    const entry = this.lookup(spec.type, fromFile);
-    if (!entry) {
-      throw new ConfigError(
-        `${where}.type: unknown routing policy '${spec.type}'; available: ${this.names().join(', ')}`,
-      );
-    }
-    const shape = entry.meta.args.shape as Record<string, unknown>;
-    const inherited = Object.fromEntries(Object.entries(spec.inherited).filter(([k]) => k in shape));
-    let args = spec.args;
-    if (fromFile) {
-      const split = splitRouterArgs(entry.meta.name, new Set(Object.keys(shape)), spec.args);
-      for (const key of split.unsupported) {
-        this.logger.warn(`${where}.${key}: TensorRT-LLM's '${entry.meta.name}' argument is not supported by this router; ignored`);
-      }
-      for (const key of split.unknown) {
-        this.logger.warn(`${where}.${key}: not an argument of routing policy '${entry.meta.name}'; ignored`);
-      }
-      args = split.args;
-    }
-    const parsed = entry.meta.args.safeParse({ ...inherited, ...args });
-    if (!parsed.success) {
-      const detail = parsed.error.issues
-        .map((i) => `${where}${i.path.length ? '.' + i.path.map(String).join('.') : ''}: ${i.message}`)
-        .join('; ');
-      throw new ConfigError(`invalid arguments for routing policy '${entry.meta.name}': ${detail}`);
-    }
-    return parsed.data as Record<string, unknown>;
-  }
-
-  /** A fresh, initialised instance of the policy for one pool. */
-  async create(role: ServerRole, spec: RouterSpec, where = `${role}_servers.router`, fromFile = false): Promise<Router> {
-    const args = this.validate(spec, where, fromFile);
-    const entry = this.lookup(spec.type, fromFile)!;
-    // Transient providers: resolve() under a new context id yields a new instance whose
-    // dependencies come from the policy's own module.
-    const router = await this.moduleRef.resolve(entry.type, ContextIdFactory.create(), { strict: false });
-    router.init({ policy: entry.meta.name, role, args });
+  router(role: ServerRole): Router {
+    const router = this.routers.get(role);
+    if (!router) throw new Error(`the ${role} router is not initialised yet`);
     return router;
   }
 
-  /** TensorRT-LLM matches router.type in any case: so do config files (exact names first). */
-  private lookup(type: string, anyCase: boolean): PolicyEntry | undefined {
-    const exact = this.entries().get(type);
-    if (exact || !anyCase) return exact;
-    const lower = type.toLowerCase();
-    return [...this.entries().values()].find((e) => e.meta.name.toLowerCase() === lower);
+  spec(role: ServerRole): RouterConfig | undefined {
+    return this.specs.get(role);
   }
 
-  private entries(): Map<string, PolicyEntry> {
-    if (this.policies) return this.policies;
-    const found = new Map<string, PolicyEntry>();
-    for (const wrapper of this.discovery.getProviders({ metadataKey: DiscoverableRoutingPolicy.KEY })) {
-      const meta = this.discovery.getMetadataByDecorator(DiscoverableRoutingPolicy, wrapper);
-      const type = wrapper.metatype as Type<BaseRouter> | undefined;
-      if (!meta || !type) continue;
-      const other = found.get(meta.name);
-      if (other && other.type !== type) {
-        throw new ConfigError(`routing policy name '${meta.name}' is claimed by ${other.type.name} and ${type.name}`);
-      }
-      found.set(meta.name, { meta, type });
-    }
-    this.policies = found;
-    return found;
+  /** Replaces a pool's policy; in-flight requests finish on the router that started them. */
+  async switchPolicy(role: ServerRole, spec: RouterConfig): Promise<Router> {
+    const next = await this.registry.create(role, spec, `routers.${role}`);
+    next.onServersUpdated(this.servers.ready(role));
+    const previous = this.routers.get(role);
+    this.routers.set(role, next);
+    this.specs.set(role, spec);
+    this.logger.log(`${role} pool switched from ${previous?.policy ?? 'none'} to ${spec.type}`);
+    await previous?.close();
+    return next;
+  }
+
+  private follow(event: ServerEvent): void {
+    const router = this.routers.get(event.server.role);
+    if (!router) return;
+    if (event.type !== 'removed' && event.server.status === 'ready') router.addServer(event.server);
+    else router.removeServer(event.server);
   }
 }

@@ -1,7 +1,8 @@
+import type { RequestKind } from '../common';
 import type { ServerRole } from '../config';
 import type { ServerState } from '../servers';
 
-export type RequestKind = 'completion' | 'chat';
+export type { RequestKind };
 
 /**
  * What a router sees of a client request. `id` is owned by the router layer (one per client
@@ -11,18 +12,20 @@ export interface RoutingRequest {
   readonly id: string;
   readonly kind: RequestKind;
   readonly body: Readonly<Record<string, unknown>>;
-  /** Prompt token ids, once known (given by the client or tokenized by a policy). */
-  tokenIds?: number[];
+  /** Prompt token ids an earlier pick of this request returned (RouteInfo.tokenIds): not tokenized again. */
+  readonly tokenIds?: number[];
   /** The client's request headers (the conversation policy reads session ids from them). */
   readonly headers?: Readonly<Record<string, string | string[] | undefined>>;
-  /** Why the prompt's text could not be tokenized with the model's tokenizer (it is routed by load only). */
-  untokenized?: string;
+  /** Why an earlier pick could not tokenize the prompt's text (RouteInfo.untokenized). */
+  readonly untokenized?: string;
 }
 
 export interface RouteInfo {
   /** Prompt tokens already cached on the chosen server (KV-aware policies). */
   matchedTokens?: number;
   promptTokens?: number;
+  /** The prompt's token ids this pick computed, to forward to the workers instead of the text. */
+  tokenIds?: number[];
   /** Set when the prompt could not be tokenized with the model's own tokenizer: why. */
   untokenized?: string;
   [key: string]: unknown;

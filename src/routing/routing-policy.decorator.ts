@@ -9,7 +9,7 @@ export interface RoutingPolicyMetadata {
   args: z.ZodObject;
 }
 
-/** The discoverable marker; RouterRegistry collects every provider carrying it. */
+/** The discoverable marker; RouterPolicyCatalog collects every provider carrying it. */
 export const DiscoverableRoutingPolicy = DiscoveryService.createDecorator<RoutingPolicyMetadata>();
 
 /**

@@ -5,15 +5,15 @@ import { ConversationRouter } from './policies/conversation.policy';
 import { KvCacheAwareRouter } from './policies/kv-cache-aware.policy';
 import { LoadBalancingRouter } from './policies/load-balancing.policy';
 import { RoundRobinRouter } from './policies/round-robin.policy';
-import { RouterManager } from './router-manager.service';
 import { RouterRegistry } from './router-registry.service';
+import { RouterPolicyCatalog } from './router-policy-catalog.service';
 
 /** Built-in policies; users add theirs by providing @RoutingPolicy classes in their modules. */
 export const BUILT_IN_POLICIES = [RoundRobinRouter, LoadBalancingRouter, KvCacheAwareRouter, ConversationRouter];
 
 @Module({
   imports: [DiscoveryModule, ServersModule],
-  providers: [RouterRegistry, RouterManager, ...BUILT_IN_POLICIES],
-  exports: [RouterRegistry, RouterManager, ServersModule],
+  providers: [RouterPolicyCatalog, RouterRegistry, ...BUILT_IN_POLICIES],
+  exports: [RouterPolicyCatalog, RouterRegistry, ServersModule],
 })
 export class RoutingModule {}

@@ -11,7 +11,7 @@ export type ServerEvent =
 
 /**
  * Every known worker of both pools, whatever its source (config, etcd, admin) and status.
- * Routers only see the `ready` ones: the RouterManager follows this registry's events.
+ * Routers only see the `ready` ones: the RouterRegistry follows this registry's events.
  */
 @Injectable()
 export class ServerRegistry {

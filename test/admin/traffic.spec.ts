@@ -1,5 +1,5 @@
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from '@jest/globals';
-import { RouterManager } from '../../src/routing';
+import { RouterRegistry } from '../../src/routing';
 import { ServerRegistry } from '../../src/servers';
 import { contextHandler, FakeWorker, generationHandler, type FakeHandler } from '../support/fake-worker';
 import { startRouter, waitFor, type RunningRouter } from '../support/router-app';
@@ -150,7 +150,7 @@ describe('admin changes and live traffic', () => {
   it('switches the policy while a stream is in flight: the stream completes and both routers end at zero', async () => {
     await admin(router.url, 'POST', 'servers', { url: b.url, role: 'generation' });
     await whenReady(router, idOf(b));
-    const manager = router.app.get(RouterManager);
+    const manager = router.app.get(RouterRegistry);
     const before = manager.router('generation');
     const stream = await openStream(router.url);
     expect(before.snapshot().in_flight).toBe(1);

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { RouterManager } from '../../src/routing';
+import { RouterRegistry } from '../../src/routing';
 import { generationHandler, type FakeWorker } from '../support/fake-worker';
 import { postJson, waitFor } from '../support/router-app';
 import { completionsTo, echoingContextHandler, hostPort, startCachingWorker, startThroughCli, tokenIds, TRTLLM_FLAGS, writeConfig } from './compat-support';
@@ -28,7 +28,7 @@ describe('compat: disagg_config_cache_aware_balance.yaml', () => {
     for (const w of [...(ctx ?? []), ...(gen ?? [])]) await w.close();
   });
 
-  const snapshot = (role: 'context' | 'generation') => router.app.get(RouterManager).router(role).snapshot();
+  const snapshot = (role: 'context' | 'generation') => router.app.get(RouterRegistry).router(role).snapshot();
   const counts = (workers: FakeWorker[]): number[] => workers.map((w) => completionsTo(w).length);
   /** The one worker of the pool whose request count went up. */
   const grown = (before: number[], after: number[]): number => {

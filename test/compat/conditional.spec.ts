@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { RouterManager } from '../../src/routing';
+import { RouterRegistry } from '../../src/routing';
 import { FakeWorker, generationHandler } from '../support/fake-worker';
 import { postJson, waitFor } from '../support/router-app';
 import { completionsTo, echoingContextHandler, hostPort, startCachingWorker, startThroughCli, tokenIds, TRTLLM_FLAGS, writeConfig } from './compat-support';
@@ -26,7 +26,7 @@ describe('compat: disagg_config_conditional.yaml', () => {
     await gen?.close();
   });
 
-  const genBlocks = (): number => router.app.get(RouterManager).router('generation').snapshot().servers[0]?.kv_blocks_known ?? 0;
+  const genBlocks = (): number => router.app.get(RouterRegistry).router('generation').snapshot().servers[0]?.kv_blocks_known ?? 0;
   const complete = async (prompt: number[]) => {
     const res = await postJson(`${router.url}/v1/completions`, { model: 'm', prompt, max_tokens: 2 });
     expect(res.status).toBe(200);

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { appendFileSync } from 'node:fs';
-import { RouterManager } from '../../src/routing';
+import { RouterRegistry } from '../../src/routing';
 import { FakeWorker, generationHandler, json, type FakeHandler } from '../support/fake-worker';
 import { postJson, waitFor } from '../support/router-app';
 import { completionsTo, echoingContextHandler, hostPort, startThroughCli, TRTLLM_FLAGS, writeConfig } from './compat-support';
@@ -93,7 +93,7 @@ describe('compat: schedule_style generation_first', () => {
     expect(res.status).toBe(400);
     expect(res.json).toMatchObject({ message: 'prompt too long' });
     await waitFor(() => gen.aborted === abortedBefore + 1, 10_000, 'the generation call aborted');
-    const routers = router.app.get(RouterManager);
+    const routers = router.app.get(RouterRegistry);
     await waitFor(() => routers.router('context').snapshot().in_flight === 0 && routers.router('generation').snapshot().in_flight === 0, 10_000, 'no reservation left');
     ctxAnswer = echoingContextHandler();
   });

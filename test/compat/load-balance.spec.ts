@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { RouterManager } from '../../src/routing';
+import { RouterRegistry } from '../../src/routing';
 import { FakeWorker, generationHandler, type FakeHandler } from '../support/fake-worker';
 import { postJson, waitFor } from '../support/router-app';
 import { completionsTo, echoingContextHandler, hostPort, startThroughCli, tokenIds, TRTLLM_FLAGS, writeConfig } from './compat-support';
@@ -40,7 +40,7 @@ describe('compat: disagg_config_load_balance.yaml', () => {
     for (const w of [...(ctx ?? []), ...(gen ?? [])]) await w.close();
   });
 
-  const snapshot = (role: 'context' | 'generation') => router.app.get(RouterManager).router(role).snapshot();
+  const snapshot = (role: 'context' | 'generation') => router.app.get(RouterRegistry).router(role).snapshot();
   const holder = (workers: FakeWorker[], mark: number): number =>
     workers.findIndex((w) => completionsTo(w).some((b) => ((b.prompt ?? b.prompt_token_ids) as number[])[0] === mark));
 

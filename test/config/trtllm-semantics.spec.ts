@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { createRouterApp } from '../../src/app.factory';
 import { configFromCli } from '../../src/cli/cli-config';
 import { buildConfig, ConfigError, parseMetadataServerFile } from '../../src/config';
-import { RouterManager } from '../../src/routing';
+import { RouterRegistry } from '../../src/routing';
 import { splitRouterArgs } from '../../src/routing/trtllm-router-args';
 import { LogCapture } from '../observability/log-capture';
 
@@ -98,8 +98,8 @@ describe('router blocks from a config file', () => {
       const warnings = logs.lines.map((l) => String(l.msg));
       expect(warnings).toContain("generation_servers.router.extra_knob: not an argument of routing policy 'kv_cache_aware'; ignored");
       expect(warnings).toContain("generation_servers.router.use_harmony: TensorRT-LLM's 'kv_cache_aware' argument is not supported by this router; ignored");
-      expect(app.get(RouterManager).router('generation').snapshot()).toMatchObject({ policy: 'kv_cache_aware', args: { max_batch_size: 12, tokens_per_block: 8, load_cap: 3 } });
-      expect(app.get(RouterManager).router('generation').snapshot().args).not.toHaveProperty('extra_knob');
+      expect(app.get(RouterRegistry).router('generation').snapshot()).toMatchObject({ policy: 'kv_cache_aware', args: { max_batch_size: 12, tokens_per_block: 8, load_cap: 3 } });
+      expect(app.get(RouterRegistry).router('generation').snapshot().args).not.toHaveProperty('extra_knob');
     } finally {
       await app.close();
     }

@@ -2,7 +2,7 @@ import { describe, expect, it } from '@jest/globals';
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { parse, parseAllDocuments } from 'yaml';
-import { buildConfig, type RouterConfig } from '../../src/config';
+import { buildConfig, type AppConfig } from '../../src/config';
 
 const ROOT = process.cwd();
 const COMPOSE_DIR = join(ROOT, 'deploy/compose');
@@ -10,7 +10,7 @@ const K8S_DIR = join(ROOT, 'deploy/kubernetes');
 
 type Obj = Record<string, unknown>;
 const yamlFile = (path: string): Obj => parse(readFileSync(path, 'utf8')) as Obj;
-const routerConfig = (text: string): RouterConfig => buildConfig(parse(text) as Record<string, unknown>);
+const routerConfig = (text: string): AppConfig => buildConfig(parse(text) as Record<string, unknown>);
 /** A script of the image, as its compiled path dist/X.js, exists as src/X.ts. */
 const scriptExists = (distPath: string): boolean => existsSync(join(ROOT, distPath.replace(/^dist\//, 'src/').replace(/\.js$/, '.ts')));
 

@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { RequestEvents, type RoutedEvent } from '../../src/disagg/request-events';
 import { ServerRegistry } from '../../src/servers';
 import { startSimCluster, type SimCluster } from '../../src/simulator';
 import { postJson, startRouter, waitFor, type RunningRouter } from '../support/router-app';
+import { RequestEvents, type RoutedEvent } from '../../src/request-events';
 
 describe('context server killed in the disaggregated flow', () => {
   let cluster: SimCluster;

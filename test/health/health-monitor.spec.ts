@@ -1,11 +1,11 @@
 import { afterAll, afterEach, describe, expect, it } from '@jest/globals';
-import { RequestEvents, type RoutedEvent } from '../../src/disagg/request-events';
 import { ActiveHealthChecker } from '../../src/health';
 import { ServerRegistry, type ServerState } from '../../src/servers';
 import { startSimWorker, type SimWorker } from '../../src/simulator';
 import { FakeWorker, generationHandler } from '../support/fake-worker';
 import { unusedPort } from '../support/free-port';
 import { postJson, startRouter, waitFor, type RunningRouter } from '../support/router-app';
+import { RequestEvents, type RoutedEvent } from '../../src/request-events';
 
 /** Fast rounds so ejection and readmission happen within the test's patience. */
 const HEALTH = { interval_s: 0.1, timeout_s: 2, failure_threshold: 2, startup_wait_s: 0 };

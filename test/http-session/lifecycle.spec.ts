@@ -1,6 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
 import { Test } from '@nestjs/testing';
-import { buildConfig, RouterConfigModule } from '../../src/config';
+import { buildConfig, AppConfigModule } from '../../src/config';
 import { HttpSessionClosedError, HttpSessionModule, HttpSessionProvider } from '../../src/http-session';
 import { ServerRegistry, ServerState, ServerStateFactory, ServersModule } from '../../src/servers';
 import { contextHandler, FakeWorker, generationHandler } from '../support/fake-worker';
@@ -19,7 +19,7 @@ describe('the HTTP session follows the app container', () => {
   it('a server state built before init does not crash, and works once the session opens', async () => {
     const worker = await new FakeWorker(() => undefined).start();
     const moduleRef = await Test.createTestingModule({
-      imports: [RouterConfigModule.forRoot({ config: buildConfig({ generation_servers: { urls: [worker.url] } }) }), HttpSessionModule.forRoot(), ServersModule],
+      imports: [AppConfigModule.forRoot({ config: buildConfig({ generation_servers: { urls: [worker.url] } }) }), HttpSessionModule.forRoot(), ServersModule],
     }).compile();
     // compile() builds the providers; onModuleInit has not run yet.
     const state: ServerState = moduleRef.get(ServerStateFactory).create({ url: worker.url, role: 'generation', source: 'config' });

@@ -1,5 +1,4 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { RequestEvents } from '../../src/disagg/request-events';
 import { MetricsService } from '../../src/observability';
 import { InFlightRequests } from '../../src/observability/context/in-flight-requests';
 import { ServerRegistry, ServerState } from '../../src/servers';
@@ -7,6 +6,7 @@ import { HttpSessionProvider } from '../../src/http-session';
 import { contextHandler, FakeWorker, generationHandler, json, type FakeHandler } from '../support/fake-worker';
 import { postJson, startRouter, waitFor, type RunningRouter } from '../support/router-app';
 import { parsePrometheusText, sampleValue, samplesOf, scrape } from './prom-text';
+import { RequestEvents } from '../../src/request-events';
 
 const NS = 'disagg_router_';
 

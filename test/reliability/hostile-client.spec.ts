@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from '@jest/globals';
 import { connect, type Socket } from 'node:net';
-import type { RouterConfigInput } from '../../src/config';
+import type { AppConfigInput } from '../../src/config';
 import { ServerRegistry } from '../../src/servers';
 import { TOKEN, admin } from '../admin/admin-support';
 import { startFakeCluster, type FakeCluster } from '../support/fake-cluster';
@@ -52,7 +52,7 @@ describe('hostile clients', () => {
     cluster = undefined;
     router = undefined;
   });
-  const start = async (config: RouterConfigInput = {}, handlers: { ctx?: FakeHandler; gen?: FakeHandler } = {}): Promise<FakeCluster> =>
+  const start = async (config: AppConfigInput = {}, handlers: { ctx?: FakeHandler; gen?: FakeHandler } = {}): Promise<FakeCluster> =>
     (cluster = await startFakeCluster({ health: QUIET_HEALTH, ...config }, undefined, handlers));
 
   it('answers 400 to a body nested too deeply to forward, and never counts it against the worker', async () => {

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from '@jest/globals';
 import type { ServerResponse } from 'node:http';
-import type { RouterConfigInput } from '../../src/config';
+import type { AppConfigInput } from '../../src/config';
 import { startFakeCluster, type FakeCluster } from '../support/fake-cluster';
 import { contextHandler, generationHandler, json, type FakeHandler, type ReceivedRequest } from '../support/fake-worker';
 import { postJson, waitFor } from '../support/router-app';
@@ -51,7 +51,7 @@ describe('hostile workers', () => {
     await cluster?.close();
     cluster = undefined;
   });
-  const start = async (config: RouterConfigInput, handlers: { ctx?: FakeHandler; gen?: FakeHandler }): Promise<FakeCluster> =>
+  const start = async (config: AppConfigInput, handlers: { ctx?: FakeHandler; gen?: FakeHandler }): Promise<FakeCluster> =>
     (cluster = await startFakeCluster({ health: QUIET_HEALTH, max_retries: 0, ...config }, undefined, handlers));
 
   it('aborts an endless context answer at limits.max_answer_bytes with 502', async () => {

@@ -1,6 +1,5 @@
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from '@jest/globals';
 import type { ServerResponse } from 'node:http';
-import { RequestEvents, type UpstreamFailureEvent } from '../../src/disagg/request-events';
 import { ServerRegistry } from '../../src/servers';
 import { contextHandler, FakeWorker, generationHandler } from '../support/fake-worker';
 import { postJson, startRouter, waitFor, type RunningRouter } from '../support/router-app';
@@ -8,6 +7,7 @@ import { postStream, readSse } from '../support/sse';
 import { COUNTING, CountingPolicyModule, ledger } from './support/counting-policy';
 import { expectSettled, timerCount } from './support/leaks';
 import { startSilentListener, type SilentListener } from './support/silent-listener';
+import { RequestEvents, type UpstreamFailureEvent } from '../../src/request-events';
 
 const body = { model: 'm', prompt: 'hello' };
 

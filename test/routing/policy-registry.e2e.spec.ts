@@ -1,9 +1,9 @@
 import { describe, expect, it } from '@jest/globals';
 import { createRouterApp } from '../../src/app.factory';
-import { buildConfig, type RouterConfigInput } from '../../src/config';
-import { KvCacheAwareRouter, RouterManager } from '../../src/routing';
+import { buildConfig, type AppConfigInput } from '../../src/config';
+import { KvCacheAwareRouter, RouterRegistry } from '../../src/routing';
 
-async function initError(config: RouterConfigInput): Promise<Error> {
+async function initError(config: AppConfigInput): Promise<Error> {
   const app = await createRouterApp(buildConfig({ logging: { level: 'error' }, ...config }), { logger: false });
   try {
     await app.init();
@@ -47,7 +47,7 @@ describe('policy selection from config', () => {
     );
     try {
       await app.init();
-      const manager = app.get(RouterManager);
+      const manager = app.get(RouterRegistry);
       const ctx = manager.router('context');
       const gen = manager.router('generation');
       expect(ctx).toBeInstanceOf(KvCacheAwareRouter);

@@ -17,18 +17,19 @@ describe('tokenization on worker threads', () => {
   it('gives exactly the ids of the qwen3 tokenizer, for text and chat', async () => {
     const qwen = getTokenizer('qwen3');
     const text = request({ prompt });
-    expect(await tokenizer.tokenLists(text)).toEqual([qwen.encode(prompt)]);
-    expect(text.tokenIds).toEqual(qwen.encode(prompt));
+    const tokens = await tokenizer.tokenize(text);
+    expect(tokens.lists).toEqual([qwen.encode(prompt)]);
+    expect(tokens.tokenIds).toEqual(qwen.encode(prompt));
     const chat = request({ messages }, 'chat');
-    expect(await tokenizer.tokenLists(chat)).toEqual([qwen.encodeChat(messages)]);
+    expect((await tokenizer.tokenize(chat)).lists).toEqual([qwen.encodeChat(messages)]);
   }, 60_000);
 
   it('serves concurrent requests and uses token ids given in the request as they are', async () => {
     const texts = Array.from({ length: 6 }, (_, i) => `request ${i}: ${prompt.slice(i * 10)}`);
-    const results = await Promise.all(texts.map((t) => tokenizer.tokenLists(request({ prompt: t }))));
+    const results = await Promise.all(texts.map((t) => tokenizer.tokenize(request({ prompt: t }))));
     const qwen = getTokenizer('qwen3');
-    results.forEach((r, i) => expect(r).toEqual([qwen.encode(texts[i])]));
-    expect(await tokenizer.tokenLists(request({ prompt: [5, 6, 7] }))).toEqual([[5, 6, 7]]);
+    results.forEach((r, i) => expect(r.lists).toEqual([qwen.encode(texts[i])]));
+    expect(await tokenizer.tokenize(request({ prompt: [5, 6, 7] }))).toEqual({ lists: [[5, 6, 7]] });
   }, 60_000);
 
   it('shares one pool per tokenizer and stops it with its last user', async () => {
@@ -39,7 +40,7 @@ describe('tokenization on worker threads', () => {
     await expect(b.encode('still up')).resolves.toEqual(getTokenizer('qwen3').encode('still up'));
     await releaseTokenizerThreads('qwen3', b);
     // `tokenizer` above still holds it: only now does the last release stop it.
-    await expect(tokenizer.tokenLists(request({ prompt: 'ok' }))).resolves.toHaveLength(1);
+    expect((await tokenizer.tokenize(request({ prompt: 'ok' }))).lists).toHaveLength(1);
     const own = acquireTokenizerThreads('qwen3-private', 1);
     await releaseTokenizerThreads('qwen3-private', own);
     await expect(own.encode('x')).rejects.toThrow('tokenizer threads are stopped');

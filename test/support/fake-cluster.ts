@@ -1,5 +1,5 @@
 import type { ModuleMetadata } from '@nestjs/common';
-import type { RouterConfigInput } from '../../src/config';
+import type { AppConfigInput } from '../../src/config';
 import { contextHandler, FakeWorker, generationHandler, type FakeHandler } from './fake-worker';
 import { startRouter, type RunningRouter } from './router-app';
 
@@ -16,7 +16,7 @@ export interface FakeCluster {
  * `handlers` replaces a worker's default script.
  */
 export async function startFakeCluster(
-  config: RouterConfigInput = {},
+  config: AppConfigInput = {},
   imports?: ModuleMetadata['imports'],
   handlers: { ctx?: FakeHandler; gen?: FakeHandler } = {},
 ): Promise<FakeCluster> {

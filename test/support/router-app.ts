@@ -1,7 +1,7 @@
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import type { ModuleMetadata } from '@nestjs/common';
 import { createRouterApp } from '../../src/app.factory';
-import { buildConfig, type RouterConfigInput } from '../../src/config';
+import { buildConfig, type AppConfigInput } from '../../src/config';
 import { ServerRegistry } from '../../src/servers';
 
 export interface RunningRouter {
@@ -12,7 +12,7 @@ export interface RunningRouter {
 
 /** Boots the real app through NestFactory and listens on a free loopback port. */
 export async function startRouter(
-  config: RouterConfigInput,
+  config: AppConfigInput,
   imports?: ModuleMetadata['imports'],
   options: { waitReady?: boolean } = {},
 ): Promise<RunningRouter> {

@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { RequestEvents } from '../../disagg/request-events';
+import { RequestEvents } from '../../request-events';
 
 export interface RequestStatsSnapshot {
   /** Epoch ms of the snapshot: rates are deltas between two of them. */

@@ -1,8 +1,8 @@
 import { CanActivate, ExecutionContext, Injectable } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
 import { isClientTraffic } from '../../admission/client-traffic.decorator';
-import { OpenAiError } from '../../openai/openai-error';
 import { DisaggClusterDiscovery } from './disagg-cluster.service';
+import { HttpApiError } from '../../common';
 
 /** As TensorRT-LLM does, inference requests (@ClientTraffic() routes) are refused while the cluster is below minimal_instances. */
 @Injectable()
@@ -17,7 +17,7 @@ export class DisaggClusterGuard implements CanActivate {
     if (!isClientTraffic(this.reflector, context)) return true;
     const readiness = this.discovery.readiness();
     if (readiness.ready) return true;
-    throw new OpenAiError(503, `the cluster is not ready: ${readiness.reason}`, {
+    throw new HttpApiError(503, `the cluster is not ready: ${readiness.reason}`, {
       code: 'cluster_not_ready',
       type: 'service_unavailable',
       headers: { 'retry-after': '1' },

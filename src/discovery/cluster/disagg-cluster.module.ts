@@ -1,6 +1,6 @@
 import { DynamicModule, Module } from '@nestjs/common';
 import { APP_GUARD } from '@nestjs/core';
-import type { RouterConfig } from '../../config';
+import type { AppConfig } from '../../config';
 import { ServersModule } from '../../servers';
 import { ClusterStorageController } from './cluster-storage.controller';
 import { DisaggClusterGuard } from './disagg-cluster.guard';
@@ -10,7 +10,7 @@ import { MemoryClusterStorage } from './memory-cluster-storage';
 /** `disagg_cluster`: self-registering workers; the storage endpoints only with an http(s) uri. */
 @Module({})
 export class DisaggClusterModule {
-  static forRoot(config: RouterConfig): DynamicModule {
+  static forRoot(config: AppConfig): DynamicModule {
     return {
       module: DisaggClusterModule,
       imports: [ServersModule],

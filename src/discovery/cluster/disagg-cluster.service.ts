@@ -1,11 +1,11 @@
 import { Inject, Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy, OnModuleInit } from '@nestjs/common';
-import { ROUTER_CONFIG, type DisaggClusterConfig, type RouterConfig, type ServerRole } from '../../config';
+import { APP_CONFIG, type DisaggClusterConfig, type AppConfig, type ServerRole } from '../../config';
 import { ClusterStatus, ServerRegistry, type Readiness } from '../../servers';
 import { etcdHostsOf, parseWorkerRecord, workerInfoJson, workerKeyPrefix, type ClusterWorker } from './cluster-keys';
 import { EtcdClusterWatch } from './etcd-cluster-watch';
 import { MemoryClusterStorage } from './memory-cluster-storage';
 
-export function servesClusterStorage(config: RouterConfig): boolean {
+export function servesClusterStorage(config: AppConfig): boolean {
   return /^https?:\/\//i.test(config.disagg_cluster?.cluster_uri ?? '');
 }
 
@@ -27,7 +27,7 @@ export class DisaggClusterDiscovery implements OnModuleInit, OnApplicationBootst
   private readonly cleanup: Array<() => void> = [];
 
   constructor(
-    @Inject(ROUTER_CONFIG) private readonly config: RouterConfig,
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
     private readonly registry: ServerRegistry,
     private readonly status: ClusterStatus,
     private readonly storage: MemoryClusterStorage,

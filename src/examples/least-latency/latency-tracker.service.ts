@@ -1,6 +1,6 @@
 import { Injectable, OnModuleDestroy, OnModuleInit } from '@nestjs/common';
 import type { ServerRole } from '../../config';
-import { RequestEvents, type RequestDoneEvent, type UpstreamFailureEvent } from '../../disagg/request-events';
+import { RequestEvents, type RequestDoneEvent, type UpstreamFailureEvent } from '../../request-events';
 
 /** Time to first token (ms) a failed call counts as, so a server failing fast does not look fast. */
 export const FAILURE_PENALTY_MS = 10_000;

@@ -1,15 +1,13 @@
 import { Module } from '@nestjs/common';
-import { DisaggModule } from '../../disagg/disagg.module';
 import { LatencyTracker } from './latency-tracker.service';
 import { LeastLatencyRouter } from './least-latency.policy';
 
 /**
  * A custom routing policy, `least_latency`. Importing this module is all it takes: the
- * router registry finds every @RoutingPolicy provider of the app, and config picks it with
+ * router policy catalog finds every @RoutingPolicy provider of the app, and config picks it with
  * `router: {type: least_latency}`.
  */
 @Module({
-  imports: [DisaggModule],
   providers: [LatencyTracker, LeastLatencyRouter],
   exports: [LatencyTracker],
 })

@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
-import type { RequestDoneEvent } from '../../disagg/request-events';
 import type { RequestContext } from './request-context';
+import type { RequestDoneEvent } from '../../request-events';
 
 /** More entries than this means some were never finished: the oldest go first. */
 const MAX_ENTRIES = 65_536;

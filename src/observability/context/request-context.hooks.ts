@@ -1,12 +1,12 @@
 import { Inject, Injectable, OnModuleInit } from '@nestjs/common';
 import { HttpAdapterHost } from '@nestjs/core';
 import type { FastifyInstance, FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify';
-import { REQUEST_ID_HEADER } from '../../common/constants';
-import { ROUTER_CONFIG, type RouterConfig } from '../../config';
+import { APP_CONFIG, type AppConfig } from '../../config';
 import { MetricsService } from '../metrics/metrics.service';
 import { InFlightRequests } from './in-flight-requests';
 import { requestContextStorage, type RequestContext } from './request-context';
 import { logsPerRequest } from '../logging/log-levels';
+import { REQUEST_ID_HEADER } from '../../common';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -31,7 +31,7 @@ export class RequestContextHooks implements OnModuleInit {
   private readonly asyncContext: boolean;
 
   constructor(
-    @Inject(ROUTER_CONFIG) config: RouterConfig,
+    @Inject(APP_CONFIG) config: AppConfig,
     private readonly adapterHost: HttpAdapterHost,
     private readonly metrics: MetricsService,
     private readonly inFlight: InFlightRequests,

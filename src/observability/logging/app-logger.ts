@@ -1,6 +1,6 @@
 import type { LoggerService, LogLevel } from '@nestjs/common';
 import pino, { type DestinationStream, type LevelWithSilent, type LoggerOptions } from 'pino';
-import type { RouterConfig } from '../../config';
+import type { AppConfig } from '../../config';
 import { requestContextStorage } from '../context/request-context';
 import { pinoLevelFor } from './log-levels';
 import { PinoLoggerService } from './pino-logger.service';
@@ -65,7 +65,7 @@ export interface ResolveLoggerOptions {
  * The logger for an app: config `logging` (DISAGG_LOG_LEVEL already applied by the config
  * loader), pretty when asked or under NODE_ENV=development; a Nest level list narrows it.
  */
-export async function resolveAppLogger(config: RouterConfig['logging'], options: ResolveLoggerOptions = {}): Promise<LoggerService> {
+export async function resolveAppLogger(config: AppConfig['logging'], options: ResolveLoggerOptions = {}): Promise<LoggerService> {
   const given = options.logger;
   if (given !== undefined && given !== false && !Array.isArray(given)) return given;
   const env = options.env ?? process.env;

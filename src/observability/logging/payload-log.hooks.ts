@@ -2,7 +2,7 @@ import { Inject, Injectable, Logger, OnModuleInit } from '@nestjs/common';
 import { HttpAdapterHost } from '@nestjs/core';
 import type { FastifyInstance, FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify';
 import type { ServerResponse } from 'node:http';
-import { ROUTER_CONFIG, type RouterConfig } from '../../config';
+import { APP_CONFIG, type AppConfig } from '../../config';
 
 /** Answers longer than this are logged cut, with their full length. */
 const MAX_LOGGED_BYTES = 64 * 1024;
@@ -17,7 +17,7 @@ export class PayloadLogHooks implements OnModuleInit {
   private readonly logger = new Logger('Payload');
 
   constructor(
-    @Inject(ROUTER_CONFIG) private readonly config: RouterConfig,
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
     private readonly adapterHost: HttpAdapterHost,
   ) {}
 

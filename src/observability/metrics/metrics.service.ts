@@ -1,13 +1,13 @@
 import { Injectable, OnModuleDestroy, OnModuleInit } from '@nestjs/common';
 import { collectDefaultMetrics, Counter, Gauge, Registry } from 'prom-client';
-import { INFERENCE_PATHS } from '../../common/constants';
 import { normalizeServerUrl, SERVER_ROLES, type ServerRole } from '../../config';
-import type { RequestDoneEvent, RoutedEvent, UpstreamFailureEvent } from '../../disagg/request-events';
 import { ServerRegistry, type CircuitState, type ServerState, type ServerStatus } from '../../servers';
 import { AccumulatingCounter, AccumulatingHistogram, type CounterCell } from './accumulating-metrics';
 import { BoundedLabel, OTHER_LABEL } from './bounded-label';
 import { FIRST_TOKEN_BUCKETS, OVERHEAD_BUCKETS, RATIO_BUCKETS, REQUEST_BUCKETS } from './metric-buckets';
 import { lastPhase, phaseDurations } from './request-timings';
+import { INFERENCE_PATH } from '../../common';
+import type { RequestDoneEvent, RoutedEvent, UpstreamFailureEvent } from '../../request-events';
 
 const NS = 'disagg_router_';
 const SERVER_STATUSES: readonly ServerStatus[] = ['preparing', 'ready', 'draining', 'unhealthy'];
@@ -91,7 +91,7 @@ export class MetricsService implements OnModuleInit, OnModuleDestroy {
 
   /** `preFlowMs`: time between the request's arrival and the disagg flow's start. */
   requestDone(done: RequestDoneEvent, preFlowMs: number): void {
-    const endpoint = INFERENCE_PATHS[done.kind];
+    const endpoint = INFERENCE_PATH[done.kind];
     const phase = lastPhase(done);
     this.requests.cell(endpoint, done.status, phase, done.mode).inc();
     if (done.status === 499) return; // the client left: no answer, no latency to report

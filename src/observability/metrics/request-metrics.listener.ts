@@ -1,9 +1,9 @@
 import { Inject, Injectable, Logger, OnModuleDestroy, OnModuleInit } from '@nestjs/common';
-import { ROUTER_CONFIG, type RouterConfig, type ServerRole } from '../../config';
-import { RequestEvents, type RequestDoneEvent, type RoutedEvent, type UpstreamFailureEvent } from '../../disagg/request-events';
+import { APP_CONFIG, type AppConfig, type ServerRole } from '../../config';
 import { InFlightRequests } from '../context/in-flight-requests';
 import { MetricsService } from './metrics.service';
 import { logsPerRequest } from '../logging/log-levels';
+import { RequestEvents, type RequestDoneEvent, type RoutedEvent, type UpstreamFailureEvent } from '../../request-events';
 
 /**
  * Turns RequestEvents into metrics (and, at debug level, one line per request). Listeners
@@ -24,7 +24,7 @@ export class RequestMetricsListener implements OnModuleInit, OnModuleDestroy {
   private readonly onRetry = (e: { role: ServerRole }): void => this.metrics.retry(e.role);
 
   constructor(
-    @Inject(ROUTER_CONFIG) config: RouterConfig,
+    @Inject(APP_CONFIG) config: AppConfig,
     private readonly events: RequestEvents,
     private readonly metrics: MetricsService,
     private readonly inFlight: InFlightRequests,

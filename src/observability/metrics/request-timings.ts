@@ -1,4 +1,4 @@
-import type { RequestDoneEvent } from '../../disagg/request-events';
+import type { RequestDoneEvent } from '../../request-events';
 
 /** One request's phases in seconds, measured from its arrival at the router. */
 export interface PhaseDurations {

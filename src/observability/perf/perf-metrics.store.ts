@@ -1,9 +1,9 @@
 import { Inject, Injectable, OnModuleDestroy, OnModuleInit } from '@nestjs/common';
-import { INFERENCE_PATHS } from '../../common/constants';
-import { ROUTER_CONFIG, type RouterConfig } from '../../config';
-import { RequestEvents, type RequestDoneEvent } from '../../disagg/request-events';
+import { APP_CONFIG, type AppConfig } from '../../config';
 import { InFlightRequests } from '../context/in-flight-requests';
 import { phaseDurations } from '../metrics/request-timings';
+import { INFERENCE_PATH } from '../../common';
+import { RequestEvents, type RequestDoneEvent } from '../../request-events';
 
 /**
  * One request's timings as GET /perf_metrics returns them. The first fields follow
@@ -47,7 +47,7 @@ export class PerfMetricsStore implements OnModuleInit, OnModuleDestroy {
   private readonly onDone = (done: RequestDoneEvent): void => this.record(done, this.inFlight.preFlowMs(done));
 
   constructor(
-    @Inject(ROUTER_CONFIG) config: RouterConfig,
+    @Inject(APP_CONFIG) config: AppConfig,
     private readonly events: RequestEvents,
     private readonly inFlight: InFlightRequests,
   ) {
@@ -77,7 +77,7 @@ export class PerfMetricsStore implements OnModuleInit, OnModuleDestroy {
       gen_server: done.generationServer ?? null,
       disagg_server_arrival_time: arrival,
       disagg_server_first_token_time: d.firstToken !== undefined ? arrival + d.firstToken : null,
-      endpoint: INFERENCE_PATHS[done.kind],
+      endpoint: INFERENCE_PATH[done.kind],
       stream: done.stream,
       status: done.status,
       mode: done.mode,

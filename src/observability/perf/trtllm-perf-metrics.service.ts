@@ -1,11 +1,11 @@
 import { Inject, Injectable, Logger, OnModuleDestroy, OnModuleInit } from '@nestjs/common';
-import { ROUTER_CONFIG, type RouterConfig } from '../../config';
-import { RequestEvents, type RequestDoneEvent } from '../../disagg/request-events';
+import { APP_CONFIG, type AppConfig } from '../../config';
 import { HttpSessionProvider } from '../../http-session';
 import { ServerRegistry, type ServerEvent, type ServerState } from '../../servers';
 import { InFlightRequests } from '../context/in-flight-requests';
 import { phaseDurations } from '../metrics/request-timings';
 import { alignSteadyClock, steadyNowSeconds } from './steady-clock';
+import { RequestEvents, type RequestDoneEvent } from '../../request-events';
 
 /** One entry of GET /perf_metrics in TensorRT-LLM's format. */
 export interface TrtllmPerfEntry {
@@ -44,7 +44,7 @@ export class TrtllmPerfMetrics implements OnModuleInit, OnModuleDestroy {
   private readonly onDone = (done: RequestDoneEvent): void => this.record(done);
 
   constructor(
-    @Inject(ROUTER_CONFIG) private readonly config: RouterConfig,
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
     private readonly events: RequestEvents,
     private readonly inFlight: InFlightRequests,
     private readonly registry: ServerRegistry,

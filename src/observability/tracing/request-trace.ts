@@ -1,9 +1,9 @@
 import { defaultTextMapSetter, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Context, type Span, type Tracer } from '@opentelemetry/api';
 import type { W3CTraceContextPropagator } from '@opentelemetry/core';
-import { INFERENCE_PATHS } from '../../common/constants';
 import type { ServerRole } from '../../config';
-import type { RequestDoneEvent } from '../../disagg/request-events';
 import type { RequestKind, RouteResult } from '../../routing';
+import { INFERENCE_PATH } from '../../common';
+import type { RequestDoneEvent } from '../../request-events';
 
 
 /**
@@ -26,10 +26,10 @@ export class RequestTrace {
     requestId: string,
     startTime: number,
   ) {
-    this.root = tracer.startSpan(`POST ${INFERENCE_PATHS[kind]}`, {
+    this.root = tracer.startSpan(`POST ${INFERENCE_PATH[kind]}`, {
       kind: SpanKind.SERVER,
       startTime,
-      attributes: { 'http.request.method': 'POST', 'url.path': INFERENCE_PATHS[kind], 'disagg.request_id': requestId },
+      attributes: { 'http.request.method': 'POST', 'url.path': INFERENCE_PATH[kind], 'disagg.request_id': requestId },
     }, parent);
     this.rootContext = trace.setSpan(parent, this.root);
   }

@@ -6,7 +6,7 @@ import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { defaultResource, detectResources, envDetector, resourceFromAttributes } from '@opentelemetry/resources';
 import { BasicTracerProvider, BatchSpanProcessor } from '@opentelemetry/sdk-trace-base';
 import type { FastifyInstance, FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify';
-import { ROUTER_CONFIG, type RouterConfig } from '../../config';
+import { APP_CONFIG, type AppConfig } from '../../config';
 import type { RequestKind } from '../../routing';
 import { InFlightRequests } from '../context/in-flight-requests';
 import type { RequestContext } from '../context/request-context';
@@ -28,7 +28,7 @@ export class RequestTracing implements OnModuleInit, OnApplicationShutdown {
   private readonly parents = new WeakMap<RequestContext, Context>();
 
   constructor(
-    @Inject(ROUTER_CONFIG) config: RouterConfig,
+    @Inject(APP_CONFIG) config: AppConfig,
     private readonly adapterHost: HttpAdapterHost,
     private readonly inFlight: InFlightRequests,
   ) {

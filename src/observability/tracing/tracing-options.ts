@@ -1,4 +1,4 @@
-import type { RouterConfig } from '../../config';
+import type { AppConfig } from '../../config';
 
 export interface TracingOptions {
   /** Where spans go; undefined lets the exporter read OTEL_EXPORTER_OTLP_[TRACES_]ENDPOINT. */
@@ -10,7 +10,7 @@ export interface TracingOptions {
  * TensorRT-LLM's config) or the standard OTEL_EXPORTER_OTLP_TRACES_ENDPOINT /
  * OTEL_EXPORTER_OTLP_ENDPOINT; OTEL_SDK_DISABLED=true or OTEL_TRACES_EXPORTER=none turn it off.
  */
-export function tracingOptions(config: Pick<RouterConfig, 'otlp_config'>, env: NodeJS.ProcessEnv = process.env): TracingOptions | undefined {
+export function tracingOptions(config: Pick<AppConfig, 'otlp_config'>, env: NodeJS.ProcessEnv = process.env): TracingOptions | undefined {
   if (env.OTEL_SDK_DISABLED?.trim().toLowerCase() === 'true') return undefined;
   if (env.OTEL_TRACES_EXPORTER?.trim().toLowerCase() === 'none') return undefined;
   const configured = config.otlp_config?.otlp_traces_endpoint;

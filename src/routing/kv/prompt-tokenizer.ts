@@ -18,16 +18,25 @@ export interface PromptTokenizerArgs {
 const SIMULATOR_MODELS: Readonly<Record<string, string>> = { 'sim-model': 'qwen3' };
 const MODEL_POOL = 'model-tokenizers';
 
+/** A request's prompt as token lists, and what of it may be forwarded to the workers. */
+export interface PromptTokens {
+  lists: number[][];
+  /** The single prompt's ids, when a worker would tokenize it to exactly these. */
+  tokenIds?: number[];
+  /** Why the text could not be tokenized (no lists then). */
+  untokenized?: string;
+}
+
 /**
  * Token ids of a request's prompt for the KV-aware policies. Token ids in the request are
  * used as is; text goes through the model's own tokenizer: `tokenizer_dir` (or
  * `custom_tokenizer`) when configured, else the one found for the request's `model` (a local
  * directory or the Hugging Face cache), chats through that model's chat template, on worker
- * threads. A single prompt's ids are kept on the request (`tokenIds`), so the other pool's
- * router reuses them and the disagg flow forwards them to the workers, which then skip
- * tokenization. Ids from another model's tokenizer are never produced: a request whose model
- * has no tokenizer keeps its text and gets no ids (`untokenized` says why), so it is routed
- * by load only.
+ * threads. A single prompt's ids are returned as `tokenIds` (the policy puts them in its route
+ * result), so the other pool's router reuses them and the disagg flow forwards them to the
+ * workers, which then skip tokenization. Ids from another model's tokenizer are never
+ * produced: a request whose model has no tokenizer keeps its text and gets no ids
+ * (`untokenized` says why), so it is routed by load only.
  */
 export class PromptTokenizer {
   private readonly configured?: ModelTokenizer;
@@ -40,40 +49,31 @@ export class PromptTokenizer {
     if (dir !== undefined) this.configured = loadModelTokenizer(dir, args.tokenizer_threads === 0);
   }
 
-  async tokenLists(request: RoutingRequest): Promise<number[][]> {
-    if (request.tokenIds) return [request.tokenIds];
+  async tokenize(request: RoutingRequest): Promise<PromptTokens> {
+    if (request.tokenIds) return { lists: [request.tokenIds], tokenIds: request.tokenIds };
     const source = promptSourceOf(request.kind, request.body);
-    if (source.type === 'tokens') return source.tokenLists;
+    if (source.type === 'tokens') return { lists: source.tokenLists };
     const builtin = this.args.tokenizer ?? (this.configured ? undefined : SIMULATOR_MODELS[String(request.body.model)]);
     if (!this.configured && builtin !== undefined) return this.builtinLists(request, builtin);
     const model = this.configured ?? this.resolver.resolve(request.body.model);
-    if (!model) {
-      request.untokenized = 'no_tokenizer';
-      return [];
-    }
+    if (!model) return { lists: [], untokenized: 'no_tokenizer' };
     const body = request.body;
     if (source.type === 'text') {
       const special = body.add_special_tokens !== false;
       const lists = await Promise.all(source.texts.map((t) => this.encode(model, t, special)));
-      if (lists.length === 1) request.tokenIds = lists[0];
-      return lists;
+      return { lists, tokenIds: lists.length === 1 ? lists[0] : undefined };
     }
-    if (!model.templates.hasTemplate) {
-      request.untokenized = 'no_chat_template';
-      return [];
-    }
+    if (!model.templates.hasTemplate) return { lists: [], untokenized: 'no_chat_template' };
     let text: string;
     try {
       text = model.templates.render(templateInput(body));
     } catch (err) {
       if (!(err instanceof ChatTemplateError)) throw err;
-      request.untokenized = 'chat_template_error';
-      return [];
+      return { lists: [], untokenized: 'chat_template_error' };
     }
     // TensorRT-LLM's chat requests add no special tokens beyond the template's by default.
     const ids = await this.encode(model, text, body.add_special_tokens === true);
-    if (hasOnlyStringContent(source.messages)) request.tokenIds = ids;
-    return [ids];
+    return { lists: [ids], tokenIds: hasOnlyStringContent(source.messages) ? ids : undefined };
   }
 
   async close(): Promise<void> {
@@ -88,7 +88,7 @@ export class PromptTokenizer {
   }
 
   /** The simulator's tokenizers (Qwen3, bytes), chats in Qwen3's layout. */
-  private async builtinLists(request: RoutingRequest, name: string): Promise<number[][]> {
+  private async builtinLists(request: RoutingRequest, name: string): Promise<PromptTokens> {
     const source = promptSourceOf(request.kind, request.body);
     const threads = this.args.tokenizer_threads;
     if (threads > 0 && THREADED_TOKENIZERS.includes(name)) this.builtinPool ??= acquireTokenizerThreads(name, threads);
@@ -100,8 +100,8 @@ export class PromptTokenizer {
       lists = [pool ? await pool.encode(renderQwen3Chat(source.messages, true)) : getTokenizer(name).encodeChat(source.messages)];
     } else lists = source.tokenLists;
     // Ids of a chat this layout cannot render exactly still route well, but are not forwarded.
-    if (lists.length === 1 && (source.type !== 'chat' || chatRendersPlainly(request.body))) request.tokenIds = lists[0];
-    return lists;
+    const forwardable = lists.length === 1 && (source.type !== 'chat' || chatRendersPlainly(request.body));
+    return { lists, tokenIds: forwardable ? lists[0] : undefined };
   }
 }
 

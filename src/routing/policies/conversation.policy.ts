@@ -4,7 +4,7 @@ import type { BlockKey, ServerState } from '../../servers';
 import { BaseRouter } from '../base-router';
 import { conversationIdOf } from '../conversation-id';
 import { BlockHashTrie } from '../kv/block-hash-trie';
-import { PromptTokenizer } from '../kv/prompt-tokenizer';
+import { PromptTokenizer, type PromptTokens } from '../kv/prompt-tokenizer';
 import { codePoints, requestText, tokenListsInBody } from '../kv/prompt-tokens';
 import type { GetNextServerOptions, RouteResult, RoutingRequest } from '../router.interface';
 import { RoutingPolicy } from '../routing-policy.decorator';
@@ -62,14 +62,14 @@ export class ConversationRouter extends BaseRouter<ConversationArgs> {
   async getNextServer(request: RoutingRequest, options?: GetNextServerOptions): Promise<RouteResult> {
     this.candidates(options);
     const conversationId = conversationIdOf(request.body, request.headers);
-    const hashes = await this.requestHashes(request);
+    const { hashes, prompt } = await this.requestHashes(request);
     const weight = hashes.length * this.args.tokens_per_block;
     const candidates = this.candidates(options);
 
     if (conversationId !== undefined) {
       const session = this.sessions.get(conversationId);
       if (session && candidates.includes(session.server)) {
-        return this.assign(request, conversationId, session.server, hashes, weight, 'sticky');
+        return this.assign(request, conversationId, session.server, hashes, weight, 'sticky', prompt);
       }
     } else {
       const found = this.trie.longestPrefixMatch(hashes, (id) => {
@@ -78,35 +78,41 @@ export class ConversationRouter extends BaseRouter<ConversationArgs> {
       });
       if (found.sessionId !== undefined && hashes.length > 0 && found.depth / hashes.length >= this.args.match_threshold) {
         const session = this.sessions.get(found.sessionId)!;
-        return this.assign(request, found.sessionId, session.server, hashes, weight, 'implicit');
+        return this.assign(request, found.sessionId, session.server, hashes, weight, 'implicit', prompt);
       }
     }
     const server = this.picker.pick(candidates, (s) => this.contentLoad.get(s) ?? 0);
-    return this.assign(request, conversationId ?? `conv_id:0_${++this.implicitIds}`, server, hashes, weight, 'fallback');
+    return this.assign(request, conversationId ?? `conv_id:0_${++this.implicitIds}`, server, hashes, weight, 'fallback', prompt);
   }
 
-  private assign(request: RoutingRequest, conversationId: string, server: ServerState, hashes: BlockKey[], weight: number, match: Match): RouteResult {
+  private assign(
+    request: RoutingRequest, conversationId: string, server: ServerState, hashes: BlockKey[], weight: number, match: Match, prompt: PromptTokens | undefined,
+  ): RouteResult {
     this.remember(conversationId, server, hashes);
     this.releaseContent(request.id);
     this.contentLoad.set(server, (this.contentLoad.get(server) ?? 0) + weight);
     this.contentByRequest.set(request.id, { server, weight });
-    return this.reserve(request, server, 0, { match, conversation_id: conversationId, server_info: server.serverInfo ?? {} });
+    return this.reserve(request, server, 0, {
+      match, conversation_id: conversationId, tokenIds: prompt?.tokenIds, untokenized: prompt?.untokenized, server_info: server.serverInfo ?? {},
+    });
   }
 
   /** Block hashes of the request: its token ids, else tokenized text, else code points. */
-  private async requestHashes(request: RoutingRequest): Promise<BlockKey[]> {
+  private async requestHashes(request: RoutingRequest): Promise<{ hashes: BlockKey[]; prompt?: PromptTokens }> {
     let sequences = request.tokenIds ? [request.tokenIds] : tokenListsInBody(request.kind, request.body);
     let skip = this.args.hash_skip_count;
+    let prompt: PromptTokens | undefined;
     if (!sequences) {
       if (this.tokenizer) {
-        sequences = await this.tokenizer.tokenLists(request);
+        prompt = await this.tokenizer.tokenize(request);
+        sequences = prompt.lists;
       } else {
         sequences = [codePoints(requestText(request.kind, request.body))];
         skip *= CHARS_PER_TOKEN;
       }
     }
     const first = sequences[0] ?? [];
-    return blockHashChain(skip > 0 ? first.slice(skip) : first, this.args.tokens_per_block);
+    return { hashes: blockHashChain(skip > 0 ? first.slice(skip) : first, this.args.tokens_per_block), prompt };
   }
 
   private remember(conversationId: string, server: ServerState, hashes: BlockKey[]): void {

@@ -78,7 +78,8 @@ export class KvCacheAwareRouter extends BaseRouter<KvCacheAwareArgs> {
 
   async getNextServer(request: RoutingRequest, options?: GetNextServerOptions): Promise<RouteResult> {
     this.candidates(options);
-    const tokenLists = await this.tokenizer.tokenLists(request);
+    const prompt = await this.tokenizer.tokenize(request);
+    const tokenLists = prompt.lists;
     // Candidates again: servers may have come or gone while tokenizing.
     const candidates = this.candidates(options);
     const tpb = this.tokensPerBlock;
@@ -109,6 +110,8 @@ export class KvCacheAwareRouter extends BaseRouter<KvCacheAwareArgs> {
     return this.reserve(request, server, this.args.use_tokens ? promptTokens : 0, {
       matchedTokens: matches[winner],
       promptTokens,
+      tokenIds: prompt.tokenIds,
+      untokenized: prompt.untokenized,
       matches,
       block_hashes: hashes,
       hash_algo: algo,

@@ -30,14 +30,13 @@ export class LoadBalancingRouter extends BaseRouter<LoadBalancingArgs> {
   async getNextServer(request: RoutingRequest, options?: GetNextServerOptions): Promise<RouteResult> {
     this.candidates(options);
     let tokens = 0;
-    if (this.tokenizer) {
-      for (const list of await this.tokenizer.tokenLists(request)) tokens += list.length;
-    }
+    const prompt = this.tokenizer ? await this.tokenizer.tokenize(request) : undefined;
+    if (prompt) for (const list of prompt.lists) tokens += list.length;
     // Candidates again: the server set may have changed while tokenizing.
     const candidates = this.candidates(options);
     const load = this.args.use_tokens ? (s: ServerState) => s.activeTokens : (s: ServerState) => s.activeRequests;
     const server = this.picker.pick(candidates, load);
-    return this.reserve(request, server, tokens, { promptTokens: this.tokenizer ? tokens : undefined, server_info: server.serverInfo ?? {} });
+    return this.reserve(request, server, tokens, { promptTokens: prompt ? tokens : undefined, tokenIds: prompt?.tokenIds, untokenized: prompt?.untokenized, server_info: server.serverInfo ?? {} });
   }
 
   override async close(): Promise<void> {

@@ -3,7 +3,7 @@ import { StartupGuard } from '../../../src/health/startup.guard';
 import { requestContextStorage } from '../../../src/observability/context/request-context';
 import { MetricsService } from '../../../src/observability/metrics/metrics.service';
 import { RequestContextHooks } from '../../../src/observability/context/request-context.hooks';
-import { RequestEvents } from '../../../src/disagg/request-events';
+import { RequestEvents } from '../../../src/request-events';
 
 /**
  * Cost attribution only (`--ablate=...` of the router process in the ablation table): each

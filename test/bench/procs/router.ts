@@ -1,14 +1,14 @@
 import 'reflect-metadata';
 import type { AddressInfo } from 'node:net';
 import { createRouterApp } from '../../../src/app.factory';
-import { buildConfig, type RouterConfigInput } from '../../../src/config';
+import { buildConfig, type AppConfigInput } from '../../../src/config';
 import { ServerRegistry } from '../../../src/servers';
 import { argOf, failChild, serveChild } from '../lib/proc-child';
 import { applyAblations } from './router-ablations';
 
 /** disagg-router itself, booted as main.ts does, with the config given as JSON. */
 async function main(): Promise<void> {
-  const input = JSON.parse(argOf('config', '{}')) as RouterConfigInput;
+  const input = JSON.parse(argOf('config', '{}')) as AppConfigInput;
   applyAblations(argOf('ablate'));
   // The production logger levels: the bench measures what is shipped.
   const app = await createRouterApp(buildConfig(input));

@@ -62,12 +62,12 @@ async function tokenizationCost(): Promise<string[]> {
   const rows: string[] = [];
   for (const threads of [0, 1]) {
     const tok = new PromptTokenizer({ tokenizer: 'qwen3', tokenizer_threads: threads });
-    await tok.tokenLists({ id: 'warm', kind: 'completion', body: { prompt: text } });
+    await tok.tokenize({ id: 'warm', kind: 'completion', body: { prompt: text } });
     const h = monitorEventLoopDelay({ resolution: 1 });
     h.enable();
     const t0 = performance.now();
     for (let i = 0; i < 20; i++) {
-      await tok.tokenLists({ id: `t${i}`, kind: 'completion', body: { prompt: text + i } });
+      await tok.tokenize({ id: `t${i}`, kind: 'completion', body: { prompt: text + i } });
       await new Promise((r) => setImmediate(r));
     }
     const per = (performance.now() - t0) / 20;

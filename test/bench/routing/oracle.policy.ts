@@ -35,7 +35,7 @@ export class OracleRouter extends BaseRouter<z.output<typeof oracleArgs>> {
   }
 
   async getNextServer(request: RoutingRequest, options?: GetNextServerOptions): Promise<RouteResult> {
-    const ids = (await this.tokenizer.tokenLists(request))[0] ?? [];
+    const ids = (await this.tokenizer.tokenize(request)).lists[0] ?? [];
     const candidates = this.candidates(options);
     const chain = blockHashChain(ids, this.args.tokens_per_block);
     const padded = Math.max(chain.length * this.args.tokens_per_block, 1);

@@ -1,10 +1,10 @@
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
-import { RouterManager, type Router } from '../../../src/routing';
+import { RouterRegistry, type Router } from '../../../src/routing';
 import { ServerRegistry, type ServerState } from '../../../src/servers';
 import type { SimWorker } from '../../../src/simulator';
 
 export function routerOf(app: NestFastifyApplication, role: 'context' | 'generation' = 'generation'): Router {
-  return app.get(RouterManager).router(role);
+  return app.get(RouterRegistry).router(role);
 }
 
 export function stateOf(app: NestFastifyApplication, role: 'context' | 'generation', url: string): ServerState {
@@ -27,7 +27,7 @@ export function totalServed(w: SimWorker): number {
 /** Every server idle and every router reservation released. */
 export function allIdle(app: NestFastifyApplication): boolean {
   const registry = app.get(ServerRegistry);
-  const managers = app.get(RouterManager);
+  const managers = app.get(RouterRegistry);
   return registry.list().every((s) => s.activeRequests === 0 && s.activeTokens === 0)
     && (['context', 'generation'] as const).every((r) => managers.router(r).snapshot().in_flight === 0);
 }

@@ -1,7 +1,7 @@
-import type { RouterConfig, ServerRole } from '../config';
+import type { AppConfig, ServerRole } from '../config';
 
 /** A policy choice: `type` plus that policy's arguments. */
-export interface RouterSpec {
+export interface RouterConfig {
   type: string;
   args: Record<string, unknown>;
   /** Pool-level keys TensorRT-LLM copies into router args, applied when the policy takes them. */
@@ -9,7 +9,7 @@ export interface RouterSpec {
 }
 
 /** The router block of a pool, as TensorRT-LLM reads it. */
-export function routerSpecFromConfig(config: RouterConfig, role: ServerRole): RouterSpec {
+export function routerConfigFor(config: AppConfig, role: ServerRole): RouterConfig {
   const pool = role === 'context' ? config.context_servers : config.generation_servers;
   const { type = 'round_robin', ...args } = pool?.router ?? { type: 'round_robin' };
   const inherited: Record<string, unknown> = {};

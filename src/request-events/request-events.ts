@@ -1,9 +1,8 @@
 import { Injectable } from '@nestjs/common';
 import { EventEmitter } from 'node:events';
 import type { ServerRole } from '../config';
-import type { RequestKind } from '../routing';
 import type { ServerState } from '../servers';
-import type { UpstreamFailureKind } from './upstream-failure';
+import type { RequestKind, UpstreamFailureKind } from '../common';
 
 export interface UpstreamFailureEvent {
   requestId: string;

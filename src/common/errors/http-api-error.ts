@@ -15,7 +15,7 @@ export interface OpenAiErrorBody {
 }
 
 /** An error the client sees as OpenAI-style JSON `{"error": {...}}` with its HTTP status. */
-export class OpenAiError extends HttpException {
+export class HttpApiError extends HttpException {
   readonly body: OpenAiErrorBody;
 
   constructor(
@@ -50,6 +50,6 @@ export function defaultType(status: number): OpenAiErrorType {
   return 'invalid_request_error';
 }
 
-export function invalidRequest(message: string, param: string | null, code = 'invalid_value'): OpenAiError {
-  return new OpenAiError(400, message, { param, code });
+export function invalidRequest(message: string, param: string | null, code = 'invalid_value'): HttpApiError {
+  return new HttpApiError(400, message, { param, code });
 }

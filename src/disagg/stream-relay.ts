@@ -1,0 +1,128 @@
+import { Injectable, Logger } from '@nestjs/common';
+import type { RequestKind } from '../routing';
+import type { Flow } from './request-flow';
+import { SseUsageRewriter } from './sse-usage-rewriter';
+import { parseJsonObject } from './trtllm-protocol';
+import { UpstreamDispatch, type Dispatched } from './upstream-dispatch';
+import { rewriteUsage, type ContextUsage } from './usage';
+import { workerErrorBody } from './worker-error';
+import { HttpApiError, ClientGoneError } from '../common';
+import { RequestEvents } from '../request-events';
+import { classifyTransportError } from '../http-session';
+
+/**
+ * The answer's way to the client: the generation worker's answer (whole or streamed as SSE),
+ * with the prompt usage the context worker reported, or the context answer itself when the
+ * request finished there. A stream that breaks after its head ends with an error event.
+ */
+@Injectable()
+export class StreamRelay {
+  private readonly logger = new Logger(StreamRelay.name);
+
+  constructor(
+    private readonly dispatch: UpstreamDispatch,
+    private readonly events: RequestEvents,
+  ) {}
+
+  /** The generation worker's answer to the client; the status the client got. */
+  async relay(flow: Flow, call: Dispatched, ctxUsage: ContextUsage | undefined): Promise<number> {
+    const { res, router, route } = call;
+    if (res.statusCode !== 200 || !flow.done.stream) {
+      let text = await this.dispatch.readAnswer(flow, 'generation', call);
+      if (res.statusCode !== 200) {
+        this.dispatch.finish(flow, router, true);
+        flow.channel.sendJson(res.statusCode, workerErrorBody('generation', res.statusCode, text));
+        return res.statusCode;
+      }
+      const json = parseJsonObject(text);
+      if (!json) {
+        this.dispatch.finish(flow, router, false);
+        this.dispatch.badResponse(flow, 'generation', route, 'an answer that is not JSON');
+      }
+      if (ctxUsage && json.usage && rewriteUsage(json.usage, ctxUsage)) text = JSON.stringify(json);
+      this.dispatch.finish(flow, router, true);
+      flow.channel.sendJson(200, text);
+      return 200;
+    }
+    const contentType = String(res.headers['content-type'] ?? '');
+    if (!contentType.includes('text/event-stream')) {
+      // dump() drains (or drops) the body without an unhandled 'error' event, which destroy() would emit.
+      res.body.dump().catch(() => undefined);
+      this.dispatch.finish(flow, router, false);
+      this.dispatch.badResponse(flow, 'generation', route, `a streaming answer of type '${contentType || 'none'}'`);
+    }
+    return this.relayStream(flow, call, ctxUsage);
+  }
+
+  /** An early-finished request: the context answer is the whole answer. */
+  async answerFromContext(flow: Flow, json: Record<string, unknown>): Promise<void> {
+    if (!flow.done.stream) {
+      flow.channel.sendJson(200, JSON.stringify(json));
+      return;
+    }
+    flow.channel.startStream(true);
+    await flow.channel.write(`data: ${JSON.stringify(toStreamChunk(flow.kind, json))}\n\ndata: [DONE]\n\n`);
+    flow.channel.end();
+  }
+
+  private async relayStream(flow: Flow, call: Dispatched, ctxUsage: ContextUsage | undefined): Promise<number> {
+    const { res, router, route } = call;
+    const channel = flow.channel;
+    const rewriter = new SseUsageRewriter(ctxUsage);
+    // The upstream's first event usually came with its head: it is buffered already.
+    channel.startStream(res.body.readableLength > 0);
+    try {
+      for await (const chunk of res.body) {
+        const out = rewriter.push(chunk as Buffer);
+        if (out.length) {
+          if (flow.deadline.waitingForFirstEvent) flow.deadline.firstEvent();
+          const drained = channel.write(out);
+          if (drained) await drained;
+        }
+      }
+      const rest = rewriter.flush();
+      if (rest) await channel.write(rest);
+    } catch (err) {
+      this.dispatch.finish(flow, router, false);
+      if (channel.abort.aborted) throw new ClientGoneError();
+      const kind = classifyTransportError(err);
+      this.events.emit('upstreamFailure', { requestId: channel.requestId, role: 'generation', server: route.server, kind, detail: (err as Error).message });
+      flow.done.errorKind = kind;
+      await this.streamError(flow, kind === 'timeout' ? 504 : 502,
+        kind === 'timeout'
+          ? `generation server ${route.server.url} went silent mid-stream`
+          : `generation server ${route.server.url} broke the stream (${kind})`);
+      return kind === 'timeout' ? 504 : 502;
+    }
+    if (!rewriter.sawDone) {
+      this.dispatch.finish(flow, router, false);
+      this.events.emit('upstreamFailure', { requestId: channel.requestId, role: 'generation', server: route.server, kind: 'bad_response', detail: 'stream ended without [DONE]' });
+      flow.done.errorKind = 'bad_response';
+      await this.streamError(flow, 502, `generation server ${route.server.url} ended the stream without [DONE]`);
+      return 502;
+    }
+    this.dispatch.finish(flow, router, true);
+    channel.end();
+    return 200;
+  }
+
+  /** A final OpenAI-style error event once the stream has started, then the end. */
+  private async streamError(flow: Flow, status: number, message: string): Promise<void> {
+    const err = new HttpApiError(status, message);
+    this.logger.warn(`[${flow.channel.requestId}] ${message}`);
+    if (!flow.channel.abort.aborted) {
+      await flow.channel.write(`data: ${JSON.stringify(err.body)}\n\n`)?.catch(() => undefined);
+    }
+    flow.channel.end();
+  }
+}
+
+/** A complete non-streaming answer as one SSE chunk (early finish for a streaming client). */
+function toStreamChunk(kind: RequestKind, json: Record<string, unknown>): Record<string, unknown> {
+  if (kind === 'completion') return json;
+  const choices = (json.choices as Record<string, unknown>[]).map((c) => {
+    const { message, ...rest } = c;
+    return { ...rest, delta: message };
+  });
+  return { ...json, object: 'chat.completion.chunk', choices };
+}

@@ -1,0 +1,2 @@
+export * from './request-events';
+export * from './request-events.module';
