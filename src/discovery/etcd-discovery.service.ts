@@ -1,7 +1,7 @@
 import { Inject, Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy, OnModuleInit, Optional } from '@nestjs/common';
 import type { Etcd3, IKeyValue, Watcher } from 'etcd3';
 import { APP_CONFIG, type AppConfig } from '../config';
-import { HealthMonitor, StartupGate } from '../health';
+import { ActiveHealthChecker, StartupGate } from '../health';
 import { MetricsService } from '../observability/metrics/metrics.service';
 import { ClusterStatus, ServerRegistry, type ServerState } from '../servers';
 import { cancelWatcher, createEtcdClient } from './etcd-client';
@@ -49,7 +49,7 @@ export class EtcdDiscovery implements OnModuleInit, OnApplicationBootstrap, OnMo
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     private readonly registry: ServerRegistry,
     private readonly status: ClusterStatus,
-    private readonly monitor: HealthMonitor,
+    private readonly monitor: ActiveHealthChecker,
     private readonly startup: StartupGate,
     @Optional() private readonly metrics?: MetricsService,
   ) {

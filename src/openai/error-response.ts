@@ -1,6 +1,6 @@
 import { HttpException, Logger } from '@nestjs/common';
 import { STATUS_CODES, type ServerResponse } from 'node:http';
-import { HttpApiError } from '../common';
+import { HttpApiError, REQUEST_ID_HEADER } from '../common';
 
 interface FastifyLikeError {
   statusCode?: number;
@@ -54,7 +54,7 @@ export function writeOpenAiError(res: ServerResponse, err: unknown, logger: Logg
     return;
   }
   const headers: Record<string, string> = { 'content-type': 'application/json', ...error.headers };
-  if (requestId) headers['x-request-id'] = requestId;
+  if (requestId) headers[REQUEST_ID_HEADER] = requestId;
   res.writeHead(status, headers);
   res.end(JSON.stringify(error.body));
 }

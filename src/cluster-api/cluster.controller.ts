@@ -1,8 +1,7 @@
 import { Controller, Get, Res } from '@nestjs/common';
 import type { FastifyReply } from 'fastify';
 import { HttpSessionProvider } from '../http-session';
-import { ServerRegistry } from '../servers';
-import { ClusterStatus } from '../servers';
+import { ClusterStatus, ServerRegistry } from '../servers';
 import { packageVersion } from '../version';
 import { HttpApiError } from '../common';
 
