@@ -4,7 +4,7 @@ import { ClientTrafficGate } from '../admission/client-traffic-gate';
 import { ClientTraffic } from '../admission/client-traffic.decorator';
 import { DisaggService } from '../disagg/disagg.service';
 import type { RequestKind } from '../routing';
-import { writeOpenAiError } from './error-response';
+import { writeOpenAiError } from '../common/errors/error-response';
 import { FastifyClientChannel } from './fastify-client-channel';
 import { requireJsonContentType, validateOpenAiRequest } from './request-validation';
 import { ClientGoneError, HttpApiError } from '../common';

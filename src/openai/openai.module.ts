@@ -1,7 +1,7 @@
 import { Module } from '@nestjs/common';
 import { APP_FILTER } from '@nestjs/core';
 import { DisaggModule } from '../disagg/disagg.module';
-import { OpenAiExceptionFilter } from './openai-exception.filter';
+import { OpenAiExceptionFilter } from '../common/errors/openai-exception.filter';
 import { OpenAiController } from './openai.controller';
 
 @Module({

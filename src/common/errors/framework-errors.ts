@@ -1,7 +1,7 @@
 import { STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { defaultType, type OpenAiErrorBody } from '../common';
+import { defaultType, type OpenAiErrorBody } from './http-api-error';
 
 /** An OpenAI-style error body, without the HttpException an HttpApiError carries. */
 function errorBody(status: number, message: string, code: string): string {

@@ -1,6 +1,7 @@
 import { HttpException, Logger } from '@nestjs/common';
 import { STATUS_CODES, type ServerResponse } from 'node:http';
-import { HttpApiError, REQUEST_ID_HEADER } from '../common';
+import { REQUEST_ID_HEADER } from '../constants';
+import { HttpApiError } from './http-api-error';
 
 interface FastifyLikeError {
   statusCode?: number;
