@@ -6,7 +6,7 @@ import type { IncomingMessage, Server } from 'node:http';
 import { mountAdminDocsOnMainApp } from './admin/admin-docs';
 import { AppModule } from './app.module';
 import type { AppConfig } from './config';
-import { clientErrorHandler, frameworkErrors } from './openai/framework-errors';
+import { clientErrorHandler, frameworkErrors } from './common/errors/framework-errors';
 import { resolveAppLogger } from './observability/logging/app-logger';
 import type { DestinationStream } from 'pino';
 import { REQUEST_ID_HEADER } from './common';

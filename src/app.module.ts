@@ -1,6 +1,7 @@
 import { DynamicModule, Module, type ModuleMetadata } from '@nestjs/common';
 import { AdminModule } from './admin/admin.module';
 import { AdmissionModule } from './admission/admission.module';
+import { ClusterApiModule } from './cluster-api';
 import { AppConfigModule, type AppConfig } from './config';
 import { DisaggModule } from './disagg/disagg.module';
 import { DisaggClusterModule } from './discovery/cluster/disagg-cluster.module';
@@ -39,6 +40,7 @@ export class AppModule {
         RoutingModule,
         DisaggModule,
         OpenAiModule,
+        ClusterApiModule,
         HealthModule,
         ServerDiscoveryModule,
         DisaggClusterModule.forRoot(options.config),

@@ -1,9 +1,9 @@
 import { DynamicModule, Inject, Injectable, Logger, Module, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
 import { APP_FILTER, NestFactory } from '@nestjs/core';
 import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
-import { clientErrorHandler, frameworkErrors } from '../openai/framework-errors';
+import { clientErrorHandler, frameworkErrors } from '../common/errors/framework-errors';
 import { APP_CONFIG, type AppConfig } from '../config';
-import { OpenAiExceptionFilter } from '../openai/openai-exception.filter';
+import { OpenAiExceptionFilter } from '../common/errors/openai-exception.filter';
 import { AdminApiModule } from './admin-api.module';
 import { mountAdminDocs } from './admin-docs';
 import { AdminService } from './admin.service';

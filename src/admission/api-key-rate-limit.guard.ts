@@ -3,7 +3,7 @@ import { Reflector } from '@nestjs/core';
 import type { FastifyRequest } from 'fastify';
 import { APP_CONFIG, type AppConfig } from '../config';
 import { MetricsService } from '../observability/metrics/metrics.service';
-import { CLIENT_TRAFFIC } from './client-traffic.decorator';
+import { isClientTraffic } from './client-traffic.decorator';
 import { TokenBucket } from './token-bucket';
 import { HttpApiError } from '../common';
 
@@ -29,7 +29,7 @@ export class ApiKeyRateLimitGuard implements CanActivate {
 
   canActivate(context: ExecutionContext): boolean {
     if (this.buckets.size === 0) return true;
-    if (!this.reflector.getAllAndOverride<boolean>(CLIENT_TRAFFIC, [context.getHandler(), context.getClass()])) return true;
+    if (!isClientTraffic(this.reflector, context)) return true;
     const req = context.switchToHttp().getRequest<FastifyRequest>();
     const key = bearerToken(req.headers.authorization);
     const bucket = key === undefined ? undefined : this.buckets.get(key);

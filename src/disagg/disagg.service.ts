@@ -1,28 +1,29 @@
 import { Inject, Injectable, Optional } from '@nestjs/common';
 import { APP_CONFIG, type AppConfig } from '../config';
 import { RequestTracing } from '../observability/tracing';
+import { HttpApiError } from '../common';
 import { NoServerAvailableError, type RequestKind, type RoutingRequest } from '../routing';
 import { ServerRegistry } from '../servers';
 import { readAnswerText, AnswerTooLargeError } from './answer-body';
 import { channelWithOwnAbort, type ClientChannel } from './client-channel';
 import { defaultNodeId, nextDisaggRequestId } from './disagg-request-id';
+import { RequestEvents } from '../request-events';
 import { deadlineError, newFlow, type Flow, type Reservation } from './request-flow';
 import { serializeRequest } from './serialize';
 import { StreamRelay } from './stream-relay';
 import {
-  contextRequestBody, conversationIdOf, generationFirstBodies, generationRequestBody, parseContextAnswer, stripContextOnly, withPromptTokens,
+  type ContextAnswerOk, contextRequestBody, conversationIdOf, generationFirstBodies, generationRequestText, parseContextAnswer, wholeContextAnswer, stripContextOnly, withPromptTokens,
 } from './trtllm-protocol';
 import { UpstreamDispatch } from './upstream-dispatch';
+import { ClientGoneError } from '../common';
 import { contextUsageOf, type ContextUsage } from './usage';
 import { workerErrorBody } from './worker-error';
-import { HttpApiError, ClientGoneError } from '../common';
-import { RequestEvents } from '../request-events';
 
 type Body = Record<string, unknown>;
 
 /** What the context phase ended with: a refusal to relay as it is, or an answer to continue from. */
 type ContextOutcome =
-  | { refused: false; json: Body; choice: Body; finished: boolean; server: string }
+  | { refused: false; answer: ContextAnswerOk; server: string }
   | { refused: true; status: number; text: string };
 
 /**
@@ -98,16 +99,17 @@ export class DisaggService {
       flow.channel.sendJson(ctx.status, ctx.text);
       return ctx.status;
     }
-    if (ctx.finished) {
+    const answer = ctx.answer;
+    if (answer.finished) {
       flow.done.mode = 'context_only_finish';
       if (reserved) this.dispatch.finish(flow, reserved.held.router, true);
-      delete ctx.choice.disaggregated_params;
-      await this.relay.answerFromContext(flow, ctx.json);
+      delete answer.choice.disaggregated_params;
+      await this.relay.answerFromContext(flow, wholeContextAnswer(answer));
       return 200;
     }
-    const genBody = generationRequestBody(flow.kind, body, ctx.json, disaggId);
-    flow.done.ctxRequestId = (genBody.disaggregated_params as { ctx_request_id?: number }).ctx_request_id;
-    return this.generate(flow, serializeRequest(genBody), contextUsageOf(ctx.json), [ctx.server], reserved?.held);
+    const genText = generationRequestText(flow.kind, body, answer, disaggId);
+    flow.done.ctxRequestId = (answer.choice.disaggregated_params as { ctx_request_id?: number }).ctx_request_id;
+    return this.generate(flow, genText, contextUsageOf(answer.json), [ctx.server], reserved?.held);
   }
 
   /** Aggregated: one server does the whole request, given the prompt's ids its pick computed. */
@@ -154,7 +156,7 @@ export class DisaggService {
     }
     // The context server's work is done: release its load (and let a KV-aware router poll).
     this.dispatch.finish(flow, router, true);
-    return { refused: false, json: parsed.json, choice: parsed.choice, finished: parsed.finished, server: route.server.url };
+    return { refused: false, answer: parsed, server: route.server.url };
   }
 
   /** schedule_style generation_first: both calls go out at once (see generationFirstBodies). */

@@ -1,9 +1,9 @@
 import type { ServerRole } from '../config';
 import type { RequestTrace } from '../observability/tracing';
+import { HttpApiError } from '../common';
 import type { RequestKind, RouteResult, Router, RoutingRequest } from '../routing';
 import type { ClientChannel } from './client-channel';
 import { RequestDeadline } from './request-deadline';
-import { HttpApiError } from '../common';
 import type { RequestDoneEvent, RequestTimings } from '../request-events';
 
 /** The routing request as the flow owns it: what one pick returned feeds the next pick. */

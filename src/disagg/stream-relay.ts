@@ -1,14 +1,15 @@
 import { Injectable, Logger } from '@nestjs/common';
+import { HttpApiError } from '../common';
 import type { RequestKind } from '../routing';
+import { RequestEvents } from '../request-events';
 import type { Flow } from './request-flow';
 import { SseUsageRewriter } from './sse-usage-rewriter';
 import { parseJsonObject } from './trtllm-protocol';
 import { UpstreamDispatch, type Dispatched } from './upstream-dispatch';
+import { ClientGoneError } from '../common';
+import { classifyTransportError } from '../http-session';
 import { rewriteUsage, type ContextUsage } from './usage';
 import { workerErrorBody } from './worker-error';
-import { HttpApiError, ClientGoneError } from '../common';
-import { RequestEvents } from '../request-events';
-import { classifyTransportError } from '../http-session';
 
 /**
  * The answer's way to the client: the generation worker's answer (whole or streamed as SSE),

@@ -1,4 +1,5 @@
 import type { RequestKind } from '../routing';
+import { serializeRequest } from './serialize';
 
 /**
  * The disaggregated wire protocol of TensorRT-LLM's workers: the bodies the router sends
@@ -46,22 +47,21 @@ export function contextRequestBody(kind: RequestKind, body: Body, tokenIds: numb
 
 /**
  * See docs/protocol.md "Generation request": the client's request with the context answer's
- * disaggregated_params (turned generation_only) and, when it echoed them, the prompt's ids.
+ * disaggregated_params (turned generation_only) and, when it echoed them, the prompt's ids,
+ * spliced in as the text they came as (no parse and re-stringify of the bulk of the body).
  */
-export function generationRequestBody(kind: RequestKind, body: Body, ctx: Body, disaggId: number): Body {
-  const choice = (ctx.choices as Body[])[0];
-  const params = { ...(choice.disaggregated_params as Body) };
+export function generationRequestText(kind: RequestKind, body: Body, ctx: ContextAnswerOk, disaggId: number): string {
+  const params = { ...(ctx.choice.disaggregated_params as Body) };
   params.request_type = 'generation_only';
   params.disagg_request_id = disaggId;
   const conversationId = conversationIdOf(body);
   if (conversationId !== undefined) params.conversation_id = conversationId;
-  const gen: Body = { ...body, disaggregated_params: params };
-  const ids = ctx.prompt_token_ids;
-  if (Array.isArray(ids) && ids.length) {
-    if (kind === 'completion') gen.prompt = ids;
-    else gen.prompt_token_ids = ids;
-  }
-  return gen;
+  const idsKey = kind === 'completion' ? 'prompt' : 'prompt_token_ids';
+  if (ctx.promptIdsText === undefined) return serializeRequest({ ...body, disaggregated_params: params });
+  const { [idsKey]: _replaced, ...rest } = body;
+  const text = serializeRequest({ ...rest, disaggregated_params: params });
+  // A non-empty object's text ends with '}': the ids go in as its last member.
+  return `${text.slice(0, -1)},"${idsKey}":${ctx.promptIdsText}}`;
 }
 
 /**
@@ -99,12 +99,35 @@ export function generationFirstBodies(
  * already finished. A missing finish reason is not "finished": such an answer would otherwise
  * be relayed as a complete (and empty) answer.
  */
-export type ContextAnswer =
-  | { ok: true; json: Body; choice: Body; finished: boolean }
-  | { ok: false; problem: string };
+export interface ContextAnswerOk {
+  ok: true;
+  /** The answer without its prompt_token_ids when they were cut out (see promptIdsText). */
+  json: Body;
+  choice: Body;
+  finished: boolean;
+  /** The top-level prompt_token_ids as the worker wrote them: a non-empty list of integers. */
+  promptIdsText: string | undefined;
+}
+export type ContextAnswer = ContextAnswerOk | { ok: false; problem: string };
+
+const IDS_MEMBER = '"prompt_token_ids":';
+/** A non-empty JSON list of non-negative integers, nothing else. */
+const ID_LIST = /\s*(\[\s*(?:\d+\s*,\s*)*\d+\s*\])/y;
+/** Stands in for the cut-out list while the rest is parsed; found at the top level, the cut was right. */
+const CUT_MARK = '"\\u0000ids"';
+const CUT_VALUE = '\u0000ids';
 
 export function parseContextAnswer(text: string): ContextAnswer {
-  const json = parseJsonObject(text);
+  const cut = cutPromptIds(text);
+  let json = parseJsonObject(cut ? cut.rest : text);
+  let promptIdsText: string | undefined;
+  if (cut && json?.prompt_token_ids === CUT_VALUE) {
+    promptIdsText = cut.ids;
+    delete json.prompt_token_ids;
+  } else if (cut) {
+    // The member was not the top-level one (or not the only one): parsed whole, as sent.
+    json = parseJsonObject(text);
+  }
   if (!json) return { ok: false, problem: 'an answer that is not a JSON object' };
   const choices = json.choices;
   if (!Array.isArray(choices)) return { ok: false, problem: 'a context answer without choices' };
@@ -116,7 +139,27 @@ export function parseContextAnswer(text: string): ContextAnswer {
   if (!finished && (typeof c.disaggregated_params !== 'object' || c.disaggregated_params === null || Array.isArray(c.disaggregated_params))) {
     return { ok: false, problem: `a context answer without disaggregated_params (finish_reason ${JSON.stringify(c.finish_reason ?? null)})` };
   }
-  return { ok: true, json, choice: c, finished };
+  const ids = json.prompt_token_ids;
+  // Ids parsed with the rest (an unusual layout) are passed on the same way.
+  if (promptIdsText === undefined && Array.isArray(ids) && ids.length) promptIdsText = JSON.stringify(ids);
+  return { ok: true, json, choice: c, finished, promptIdsText };
+}
+
+/** The answer as the worker sent it (prompt_token_ids included), for a client. */
+export function wholeContextAnswer(answer: ContextAnswerOk): Body {
+  if (answer.promptIdsText === undefined || 'prompt_token_ids' in answer.json) return answer.json;
+  return { ...answer.json, prompt_token_ids: JSON.parse(answer.promptIdsText) as unknown };
+}
+
+/** The prompt_token_ids list cut out of the answer's text, a mark in its place. */
+function cutPromptIds(text: string): { rest: string; ids: string } | undefined {
+  const at = text.indexOf(IDS_MEMBER);
+  if (at < 0) return undefined;
+  const from = at + IDS_MEMBER.length;
+  ID_LIST.lastIndex = from;
+  const m = ID_LIST.exec(text);
+  if (!m) return undefined;
+  return { rest: text.slice(0, from) + CUT_MARK + text.slice(from + m[0].length), ids: m[1] };
 }
 
 /** Any finish reason but `length` and `not_finished` means nothing is left to generate. */

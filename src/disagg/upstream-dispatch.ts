@@ -1,15 +1,15 @@
 import { Inject, Injectable, Logger, Optional } from '@nestjs/common';
 import type { Dispatcher } from 'undici';
 import { AdmissionService } from '../admission/admission.service';
-import { ClientGoneError, HttpApiError, INFERENCE_PATH, type UpstreamFailureKind } from '../common';
 import { APP_CONFIG, type AppConfig, type ServerRole } from '../config';
-import { HttpSessionClosedError, HttpSessionProvider, classifyTransportError, clientSafeCode } from '../http-session';
-import { RequestEvents, type UpstreamFailureEvent } from '../request-events';
-import { NoServerAvailableError, RouterRegistry, type RequestKind, type RouteResult, type Router } from '../routing';
+import { classifyTransportError, clientSafeCode, HttpSessionClosedError, HttpSessionProvider } from '../http-session';
+import { HttpApiError } from '../common';
+import { NoServerAvailableError, RouterRegistry, type RouteResult, type Router } from '../routing';
 import { AnswerTooLargeError, answerLimitFor, readAnswerText } from './answer-body';
+import { RequestEvents, type UpstreamFailureEvent } from '../request-events';
 import type { Flow, Reservation } from './request-flow';
 import { SameServerRetry } from './same-server-retry';
-
+import { ClientGoneError, INFERENCE_PATH, type UpstreamFailureKind } from '../common';
 
 /** A call that got an answer head: the server's reservation, its answer, and how large it may grow. */
 export interface Dispatched extends Reservation {

@@ -1,4 +1,4 @@
-import { Etcd3, type IOptions } from 'etcd3';
+import { Etcd3, type IOptions, type Watcher } from 'etcd3';
 
 /**
  * Watch reconnect backoff: doubles from 100 ms to at most 1 s, so the watch is back within a
@@ -45,4 +45,17 @@ export function createEtcdClient(options: EtcdClientOptions): Etcd3 {
       ...(hosts.length === 1 ? { host: () => passThroughPolicy() } : {}),
     },
   });
+}
+
+/**
+ * Stops a watch for good: no more events, errors swallowed, and at most `waitMs` waiting for
+ * etcd to confirm (an unreachable etcd never does).
+ */
+export async function cancelWatcher(watcher: Watcher | undefined, waitMs = 1_000): Promise<void> {
+  if (!watcher) return;
+  watcher.removeAllListeners();
+  watcher.on('error', () => undefined);
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([watcher.cancel().catch(() => undefined), new Promise<void>((resolve) => (timer = setTimeout(resolve, waitMs)))]);
+  clearTimeout(timer);
 }

@@ -1,28 +1,25 @@
 import { Inject, Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy, OnModuleInit, Optional } from '@nestjs/common';
 import type { Etcd3, IKeyValue, Watcher } from 'etcd3';
 import { APP_CONFIG, type AppConfig } from '../config';
-import { HealthMonitor, StartupGate } from '../health';
+import { ActiveHealthChecker, StartupGate } from '../health';
 import { MetricsService } from '../observability/metrics/metrics.service';
 import { ClusterStatus, ServerRegistry, type ServerState } from '../servers';
-import { createEtcdClient } from './etcd-client';
+import { cancelWatcher, createEtcdClient } from './etcd-client';
+import { EtcdLink, type EtcdLinkState } from './etcd-link';
 import { parseEtcdEntry, type EtcdServerEntry } from './etcd-server-entry';
+import { ServerKeyReconciler } from './server-key-reconciler';
 
 /** What /cluster_info (`metadata_server`) and the metrics show of the etcd connection. */
-export interface EtcdDiscoveryState {
+export interface EtcdDiscoveryState extends EtcdLinkState {
   server_type: 'etcd';
   endpoint: string;
   key_prefix: string;
-  connected: boolean;
   /** Servers taken from etcd keys (kept as they were while etcd is unreachable). */
   servers: number;
   ignored_keys: number;
-  last_sync_at: string | null;
-  disconnected_since: string | null;
-  last_error: string | null;
 }
 
 const FIRST_LOAD_RETRY_MS = 1_000;
-const WATCH_CANCEL_WAIT_MS = 1_000;
 
 /**
  * Servers from etcd (`metadata_server_config`), as trtllm-serve's workers register them: every
@@ -38,16 +35,10 @@ export class EtcdDiscovery implements OnModuleInit, OnApplicationBootstrap, OnMo
   private readonly logger = new Logger(EtcdDiscovery.name);
   private client?: Etcd3;
   private watcher?: Watcher;
-  /** Valid keys and the server each names. */
-  private readonly entries = new Map<string, EtcdServerEntry>();
-  /** Keys that name no server this router serves, with the reason (logged once per change). */
-  private readonly ignored = new Map<string, string>();
+  private readonly keys: ServerKeyReconciler<EtcdServerEntry>;
   /** Keys of dead servers still to delete (etcd was unreachable when they died). */
   private readonly deadKeys = new Set<string>();
-  private isConnected = false;
-  private disconnectedSince?: number;
-  private lastSyncAt?: number;
-  private lastError?: string;
+  private readonly link: EtcdLink;
   private stopped = false;
   private retryTimer?: NodeJS.Timeout;
   private refreshTimer?: NodeJS.Timeout;
@@ -58,10 +49,20 @@ export class EtcdDiscovery implements OnModuleInit, OnApplicationBootstrap, OnMo
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     private readonly registry: ServerRegistry,
     private readonly status: ClusterStatus,
-    private readonly monitor: HealthMonitor,
+    private readonly monitor: ActiveHealthChecker,
     private readonly startup: StartupGate,
     @Optional() private readonly metrics?: MetricsService,
-  ) {}
+  ) {
+    this.keys = new ServerKeyReconciler<EtcdServerEntry>({
+      registry,
+      source: 'etcd',
+      logger: this.logger,
+      keyLabel: 'etcd key',
+      describeJoin: (key, e) => `etcd key ${key}: ${e.role} server ${e.url}`,
+      describeLeave: (key, e) => `etcd key ${key} gone: ${e.role} server ${e.url} leaves`,
+    });
+    this.link = new EtcdLink(this.endpoint, this.logger, (up) => this.metrics?.setEtcdConnected(up), () => this.state().servers);
+  }
 
   get enabled(): boolean {
     return this.config.metadata_server_config !== undefined;
@@ -69,7 +70,7 @@ export class EtcdDiscovery implements OnModuleInit, OnApplicationBootstrap, OnMo
 
   /** Whether the router currently reaches etcd (false before the first read, and during outages). */
   get connected(): boolean {
-    return this.isConnected;
+    return this.link.connected;
   }
 
   get endpoint(): string {
@@ -78,17 +79,13 @@ export class EtcdDiscovery implements OnModuleInit, OnApplicationBootstrap, OnMo
   }
 
   state(): EtcdDiscoveryState {
-    const iso = (t?: number): string | null => (t === undefined ? null : new Date(t).toISOString());
     return {
       server_type: 'etcd',
       endpoint: this.endpoint,
       key_prefix: this.prefix,
-      connected: this.isConnected,
-      servers: new Set([...this.entries.values()].map((e) => `${e.role} ${e.url}`)).size,
-      ignored_keys: this.ignored.size,
-      last_sync_at: iso(this.lastSyncAt),
-      disconnected_since: iso(this.disconnectedSince),
-      last_error: this.lastError ?? null,
+      servers: new Set([...this.keys.entries.values()].map((e) => `${e.role} ${e.url}`)).size,
+      ignored_keys: this.keys.ignoredCount,
+      ...this.link.state(),
     };
   }
 
@@ -116,18 +113,8 @@ export class EtcdDiscovery implements OnModuleInit, OnApplicationBootstrap, OnMo
     clearTimeout(this.retryTimer);
     clearInterval(this.refreshTimer);
     for (const off of this.cleanup.splice(0)) off();
-    const watcher = this.watcher;
+    await cancelWatcher(this.watcher);
     this.watcher = undefined;
-    if (watcher) {
-      watcher.removeAllListeners();
-      watcher.on('error', () => undefined);
-      let timer: NodeJS.Timeout | undefined;
-      await Promise.race([
-        watcher.cancel().catch(() => undefined),
-        new Promise<void>((resolve) => (timer = setTimeout(resolve, WATCH_CANCEL_WAIT_MS))),
-      ]);
-      clearTimeout(timer);
-    }
     this.client?.close();
     this.client = undefined;
   }
@@ -157,10 +144,9 @@ export class EtcdDiscovery implements OnModuleInit, OnApplicationBootstrap, OnMo
     if (this.stopped) return res.header.revision;
     const seen = new Map<string, string>();
     for (const kv of res.kvs) seen.set(kv.key.toString(), kv.value.toString());
-    for (const key of [...this.entries.keys(), ...this.ignored.keys()]) if (!seen.has(key)) this.applyDelete(key);
+    for (const key of this.keys.knownKeys()) if (!seen.has(key)) this.applyDelete(key);
     for (const [key, value] of seen) this.applyPut(key, value);
-    this.lastSyncAt = Date.now();
-    this.markConnected();
+    this.link.synced();
     return res.header.revision;
   }
 
@@ -177,7 +163,7 @@ export class EtcdDiscovery implements OnModuleInit, OnApplicationBootstrap, OnMo
     watcher.on('delete', (kv: IKeyValue) => this.applyDelete(kv.key.toString()));
     watcher.on('disconnected', (err: Error) => this.markDisconnected(err));
     watcher.on('connected', () => {
-      if (this.isConnected) return;
+      if (this.link.connected) return;
       // Back after an outage: the watch replays what it missed; a full read double-checks.
       void this.refresh();
     });
@@ -185,9 +171,7 @@ export class EtcdDiscovery implements OnModuleInit, OnApplicationBootstrap, OnMo
     watcher.on('error', (err: Error) => {
       this.logger.warn(`etcd watch failed (${err.message}); reading all keys again`);
       if (this.watcher === watcher) this.watcher = undefined;
-      watcher.removeAllListeners();
-      watcher.on('error', () => undefined);
-      void watcher.cancel().catch(() => undefined);
+      void cancelWatcher(watcher);
       void this.firstLoad();
     });
   }
@@ -205,51 +189,20 @@ export class EtcdDiscovery implements OnModuleInit, OnApplicationBootstrap, OnMo
 
   private applyPut(key: string, value: string): void {
     if (this.stopped) return;
-    const parsed = parseEtcdEntry(key, value);
-    const previous = this.entries.get(key);
-    if (!parsed.ok) {
-      if (this.ignored.get(key) !== parsed.reason) this.logger.warn(`etcd key ${key} ignored: ${parsed.reason}`);
-      this.ignored.set(key, parsed.reason);
-      if (previous) {
-        this.entries.delete(key);
-        this.release(previous);
-      }
-      return;
-    }
-    this.ignored.delete(key);
-    const entry = parsed.entry;
-    if (previous && previous.url === entry.url && previous.role === entry.role) {
-      // Re-registered: a server removed meanwhile (e.g. declared dead) comes back.
-      if (!this.registry.findByUrl(entry.role, entry.url)) this.registry.add({ url: entry.url, role: entry.role, source: 'etcd' });
-      return;
-    }
-    this.entries.set(key, entry);
-    if (previous) this.release(previous);
-    this.deadKeys.delete(key);
-    this.logger.log(`etcd key ${key}: ${entry.role} server ${entry.url}`);
-    this.registry.add({ url: entry.url, role: entry.role, source: 'etcd' });
+    const previous = this.keys.entries.get(key);
+    this.keys.put(key, parseEtcdEntry(key, value));
+    // A key that names another server now: whatever made the old one dead no longer applies.
+    if (this.keys.entries.get(key) !== previous) this.deadKeys.delete(key);
   }
 
   private applyDelete(key: string): void {
-    this.ignored.delete(key);
     this.deadKeys.delete(key);
-    const entry = this.entries.get(key);
-    if (!entry) return;
-    this.entries.delete(key);
-    this.logger.log(`etcd key ${key} deleted: ${entry.role} server ${entry.url} leaves`);
-    this.release(entry);
-  }
-
-  /** Removes an entry's server unless another key still names it (or it came from elsewhere). */
-  private release(entry: EtcdServerEntry): void {
-    for (const other of this.entries.values()) if (other.role === entry.role && other.url === entry.url) return;
-    const server = this.registry.findByUrl(entry.role, entry.url);
-    if (server?.source === 'etcd') this.registry.remove(server);
+    this.keys.delete(key);
   }
 
   private onDead(server: ServerState): void {
     if (server.source !== 'etcd' || !this.config.metadata_server_config?.remove_dead_keys) return;
-    for (const [key, entry] of this.entries) {
+    for (const [key, entry] of this.keys.entries) {
       if (entry.role === server.role && entry.url === server.url) this.deadKeys.add(key);
     }
     void this.deleteDeadKeys();
@@ -257,7 +210,7 @@ export class EtcdDiscovery implements OnModuleInit, OnApplicationBootstrap, OnMo
 
   private async deleteDeadKeys(): Promise<void> {
     for (const key of [...this.deadKeys]) {
-      const entry = this.entries.get(key);
+      const entry = this.keys.entries.get(key);
       const server = entry && this.registry.findByUrl(entry.role, entry.url);
       // Recovered (or gone) before etcd could be told: keep its key.
       if (!entry || !server || server.lastHealth?.ok) {
@@ -275,29 +228,7 @@ export class EtcdDiscovery implements OnModuleInit, OnApplicationBootstrap, OnMo
     }
   }
 
-  private markConnected(): void {
-    if (this.isConnected) return;
-    if (this.disconnectedSince !== undefined) {
-      this.logger.log(`etcd at ${this.endpoint} reachable again after ${((Date.now() - this.disconnectedSince) / 1000).toFixed(1)} s`);
-    }
-    this.isConnected = true;
-    this.disconnectedSince = undefined;
-    this.lastError = undefined;
-    this.metrics?.setEtcdConnected(true);
-  }
-
   private markDisconnected(err: unknown): void {
-    if (this.stopped) return;
-    this.lastError = (err as Error)?.message ?? String(err);
-    if (this.disconnectedSince !== undefined && !this.isConnected) return;
-    const wasConnected = this.isConnected;
-    this.isConnected = false;
-    this.disconnectedSince = Date.now();
-    this.metrics?.setEtcdConnected(false);
-    this.logger.warn(
-      wasConnected
-        ? `etcd at ${this.endpoint} unreachable (${this.lastError}): keeping the ${this.state().servers} known servers until it returns`
-        : `etcd at ${this.endpoint} not reachable yet (${this.lastError}); retrying`,
-    );
+    if (!this.stopped) this.link.failed(err);
   }
 }

@@ -88,16 +88,27 @@ async function main(): Promise<void> {
     process.exit(err.message ? 2 : 0);
   }
   const log = (m: string): void => void process.stderr.write(`register: ${m}\n`);
-  const registration = await register(args, log);
+  // Handlers go in before the first etcd call: the key becomes visible before start() returns,
+  // and a signal in that window must still remove it rather than kill the process as is.
+  const registering = register(args, log);
+  let registered = false;
   let stopping = false;
   const stop = (signal: string): void => {
     if (stopping) return;
     stopping = true;
-    log(`${signal}: removing ${registration.key}`);
-    void registration.close().then(() => process.exit(0));
+    if (!registered) log(`${signal}: removing the registration once etcd has it (signal again to quit at once)`);
+    void registering
+      .then(async (registration) => {
+        log(`${signal}: removing ${registration.key}`);
+        await registration.close();
+        process.exit(0);
+      })
+      .catch(() => process.exit(1));
   };
   process.once('SIGINT', () => stop('SIGINT'));
   process.once('SIGTERM', () => stop('SIGTERM'));
+  await registering;
+  registered = true;
 }
 
 if (process.argv[1]?.endsWith('register-cli.js')) {

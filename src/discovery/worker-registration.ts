@@ -1,8 +1,9 @@
 import type { Etcd3, Lease, Watcher } from 'etcd3';
 // Not the config barrel: the register helper must load without Nest.
 import { normalizeServerUrl, type ServerRole } from '../config/server-role';
-import { createEtcdClient } from './etcd-client';
+import { cancelWatcher, createEtcdClient } from './etcd-client';
 import { etcdEntryValue } from './etcd-server-entry';
+import { putOnLease, quietLease, RetryLoop, revokeOrDelete } from './lease-registration';
 
 export interface WorkerRegistrationOptions {
   /** etcd `host:port`. */
@@ -33,8 +34,7 @@ export class WorkerRegistration {
   private watcher?: Watcher;
   private closed = false;
   private retryTimer?: NodeJS.Timeout;
-  /** Ends a retry wait early when the registration is closed meanwhile. */
-  private wake?: () => void;
+  private readonly retry = new RetryLoop(RETRY_MS, () => this.closed);
   private readonly log: (message: string) => void;
 
   private constructor(private readonly options: WorkerRegistrationOptions) {
@@ -58,55 +58,35 @@ export class WorkerRegistration {
     if (this.closed) return;
     this.closed = true;
     clearTimeout(this.retryTimer);
-    this.wake?.();
-    this.watcher?.removeAllListeners();
-    this.watcher?.on('error', () => undefined);
-    await this.watcher?.cancel().catch(() => undefined);
+    this.retry.cancel();
+    await cancelWatcher(this.watcher);
     const lease = this.lease;
     this.lease = undefined;
-    if (lease) {
-      lease.removeAllListeners();
-      lease.on('lost', () => undefined);
-      await lease.revoke().catch(() => this.client.delete().key(this.key).exec().catch(() => undefined));
-    }
+    await revokeOrDelete(this.client, lease, this.key);
     this.client.close();
   }
 
   private async registerOnce(): Promise<void> {
-    const lease = this.client.lease(this.options.ttlS ?? 10);
-    lease.on('lost', (err: Error) => {
-      if (this.closed || this.lease !== lease) return;
-      this.log(`lease of ${this.key} lost (${err.message}); registering again`);
-      this.lease = undefined;
-      this.scheduleRegister(false);
+    this.lease = await putOnLease(this.client, this.key, etcdEntryValue(this.url, this.options.role), {
+      ttlS: this.options.ttlS ?? 10,
+      onLost: (lease, err) => {
+        if (this.closed || this.lease !== lease) return;
+        this.log(`lease of ${this.key} lost (${err.message}); registering again`);
+        this.lease = undefined;
+        this.scheduleRegister(false);
+      },
     });
-    try {
-      await lease.put(this.key).value(etcdEntryValue(this.url, this.options.role)).exec();
-    } catch (err) {
-      lease.removeAllListeners();
-      lease.on('lost', () => undefined);
-      await lease.revoke().catch(() => undefined);
-      throw err;
-    }
-    this.lease = lease;
     this.log(`registered ${this.options.role} worker ${this.url} as ${this.key}`);
   }
 
   private async registerUntilDone(): Promise<void> {
-    for (;;) {
-      try {
+    await this.retry.until(
+      async () => {
         await this.registerOnce();
-        return;
-      } catch (err) {
-        if (this.closed) return;
-        this.log(`cannot register ${this.key} yet (${(err as Error).message}); retrying`);
-        await new Promise<void>((resolve) => {
-          this.wake = resolve;
-          this.retryTimer = setTimeout(resolve, RETRY_MS);
-        });
-        if (this.closed) return;
-      }
-    }
+        return true;
+      },
+      (err) => this.log(`cannot register ${this.key} yet (${err?.message}); retrying`),
+    );
   }
 
   private scheduleRegister(waitForHealth: boolean): void {
@@ -135,8 +115,7 @@ export class WorkerRegistration {
       this.log(`${this.key} was deleted by someone else; registering again once ${this.url}/health answers`);
       const lease = this.lease;
       this.lease = undefined;
-      lease.removeAllListeners();
-      lease.on('lost', () => undefined);
+      quietLease(lease);
       void lease.revoke().catch(() => undefined);
       this.scheduleRegister(true);
     });

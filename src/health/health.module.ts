@@ -1,15 +1,17 @@
 import { Module } from '@nestjs/common';
 import { APP_GUARD } from '@nestjs/core';
 import { ServersModule } from '../servers';
-import { HealthMonitor } from './health-monitor.service';
+import { WorkerClientModule } from '../worker-client';
+import { ActiveHealthChecker } from './active-health-checker.service';
+import { OutlierDetector } from './outlier-detector.service';
 import { ServerPreparer } from './server-preparer.service';
 import { StartupGate } from './startup-gate.service';
 import { StartupGuard } from './startup.guard';
 
-/** Server preparation, active and passive health checks, circuit breakers, the startup wait. */
+/** Server preparation, active health checks, outlier detection (circuit breakers), the startup wait. */
 @Module({
-  imports: [ServersModule],
-  providers: [ServerPreparer, HealthMonitor, StartupGate, { provide: APP_GUARD, useClass: StartupGuard }],
-  exports: [ServerPreparer, HealthMonitor, StartupGate],
+  imports: [ServersModule, WorkerClientModule],
+  providers: [ServerPreparer, OutlierDetector, ActiveHealthChecker, StartupGate, { provide: APP_GUARD, useClass: StartupGuard }],
+  exports: [ServerPreparer, OutlierDetector, ActiveHealthChecker, StartupGate],
 })
 export class HealthModule {}

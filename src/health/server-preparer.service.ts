@@ -1,7 +1,8 @@
 import { Inject, Injectable, Logger, OnModuleDestroy, OnModuleInit } from '@nestjs/common';
 import { APP_CONFIG, type AppConfig } from '../config';
 import { HttpSessionClosedError } from '../http-session';
-import { ServerRegistry, type ServerState } from '../servers';
+import { DEFAULT_KV_HASH_ALGO, ServerRegistry, type ServerState } from '../servers';
+import { WorkerClient } from '../worker-client';
 import { healthOptionsFrom } from './health-options';
 
 export interface PreparationResult {
@@ -29,6 +30,7 @@ export class ServerPreparer implements OnModuleInit, OnModuleDestroy {
   constructor(
     @Inject(APP_CONFIG) config: AppConfig,
     private readonly registry: ServerRegistry,
+    private readonly workers: WorkerClient,
   ) {
     this.timeoutMs = healthOptionsFrom(config).timeoutMs;
   }
@@ -58,11 +60,12 @@ export class ServerPreparer implements OnModuleInit, OnModuleDestroy {
     if (server.status !== 'preparing') return { ready: server.status === 'ready', unreachable: false };
     let result: PreparationResult;
     try {
-      const health = await server.checkHealth(this.timeoutMs);
+      const health = await this.workers.health(server.url, this.timeoutMs);
+      server.recordHealth(health);
       if (!health.ok) {
         result = { ready: false, unreachable: health.status === undefined, error: `/health: ${health.error ?? 'failed'}` };
       } else {
-        await server.fetchServerInfo(this.timeoutMs);
+        this.recordServerInfo(server, await this.workers.serverInfo(server.url, this.timeoutMs));
         result = { ready: true, unreachable: false };
       }
     } catch (err) {
@@ -81,5 +84,14 @@ export class ServerPreparer implements OnModuleInit, OnModuleDestroy {
       this.logger.warn(`${server.role} server ${server.url} is not ready yet (${result.error}); retrying`);
     }
     return result;
+  }
+
+  /** No /server_info (a 404) means the defaults: v1 block hashes, no disaggregated_params; logged once per server. */
+  private recordServerInfo(server: ServerState, info: Record<string, unknown> | undefined): void {
+    if (info === undefined && !server.serverInfoMissing) {
+      server.serverInfoMissing = true;
+      this.logger.warn(`${server.role} server ${server.url} has no /server_info (404): using the defaults (${DEFAULT_KV_HASH_ALGO} hashes)`);
+    }
+    server.serverInfo = info ?? {};
   }
 }

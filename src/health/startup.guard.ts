@@ -1,28 +1,26 @@
 import { CanActivate, ExecutionContext, Injectable } from '@nestjs/common';
-import type { FastifyRequest } from 'fastify';
+import { Reflector } from '@nestjs/core';
+import { isClientTraffic } from '../admission/client-traffic.decorator';
 import { ServerRegistry } from '../servers';
 import { StartupGate } from './startup-gate.service';
 import { HttpApiError } from '../common';
-import { INFERENCE_PATHS } from '../common';
-
 
 /**
- * During the startup wait, an inference request that no server could take yet gets a 503 that
- * says the router is starting (instead of a bare "no server available"). Costs one flag check
- * once the wait is over.
+ * During the startup wait, a @ClientTraffic() request that no server could take yet gets a
+ * 503 that says the router is starting (instead of a bare "no server available"). Costs one
+ * flag check once the wait is over.
  */
 @Injectable()
 export class StartupGuard implements CanActivate {
   constructor(
     private readonly gate: StartupGate,
     private readonly servers: ServerRegistry,
+    private readonly reflector: Reflector,
   ) {}
 
   canActivate(context: ExecutionContext): boolean {
     if (!this.gate.waiting || context.getType() !== 'http') return true;
-    const req = context.switchToHttp().getRequest<FastifyRequest>();
-    const path = (req.url ?? '').split('?')[0];
-    if (!INFERENCE_PATHS.includes(path)) return true;
+    if (!isClientTraffic(this.reflector, context)) return true;
     const missing = this.missingPool();
     if (!missing) return true;
     const total = this.servers.list(missing).length;

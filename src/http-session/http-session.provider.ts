@@ -56,10 +56,12 @@ export interface UpstreamRequest {
 }
 
 /**
- * The one shared keep-alive HTTP client of the app. Its lifetime follows the Nest container:
- * opened in onModuleInit, closed (sockets destroyed, in-flight calls aborted) in
- * onModuleDestroy. Consumers hold the provider and ask for the client at the moment of use;
- * outside that window every accessor throws HttpSessionClosedError.
+ * The one shared keep-alive HTTP client of the app; nothing else opens connections to the
+ * workers. Two faces on one pool: `axios` / `http` (@nestjs/axios) for the control calls,
+ * which the WorkerClient makes, and `request()` for the inference hot path. Its lifetime
+ * follows the Nest container: opened in onModuleInit, closed (sockets destroyed, in-flight
+ * calls aborted) in onModuleDestroy. Consumers hold the provider and ask for the client at
+ * the moment of use; outside that window every accessor throws HttpSessionClosedError.
  */
 @Injectable()
 export class HttpSessionProvider implements OnModuleInit, OnModuleDestroy {
@@ -113,19 +115,20 @@ export class HttpSessionProvider implements OnModuleInit, OnModuleDestroy {
     return this.assertOpen(this.agent);
   }
 
-  /** The session's axios instance (undici transport). */
+  /** The control-call face: the session's axios instance (undici transport). */
   get axios(): AxiosInstance {
     return this.assertOpen(this.axiosInstance);
   }
 
-  /** The session as @nestjs/axios' HttpService (Observable API). */
+  /** The control-call face as @nestjs/axios' HttpService (Observable API). */
   get http(): HttpService {
     return this.assertOpen(this.httpService);
   }
 
   /**
-   * The proxy hot path: one upstream request straight on the pool, body left as a stream.
-   * Cheaper than going through axios' config merging and transforms for every token stream.
+   * The inference hot path: one upstream request straight on the pool, body left as a
+   * stream. Cheaper than going through axios' config merging and transforms for every token
+   * stream; control calls take the axios face.
    */
   request(req: UpstreamRequest): Promise<Dispatcher.ResponseData> {
     const dispatcher = this.dispatcher;

@@ -1,4 +1,5 @@
-import { Inject, Injectable, Logger, OnModuleDestroy, OnModuleInit } from '@nestjs/common';
+import { Inject, Injectable, Logger, OnModuleDestroy, OnModuleInit, Optional } from '@nestjs/common';
+import { ClientTrafficGate, type ClientTrafficDrain } from '../admission/client-traffic-gate';
 import { APP_CONFIG, type AppConfig } from '../config';
 import { ClusterStatus, type Readiness } from '../servers';
 
@@ -14,7 +15,7 @@ const ABORT_GRACE_MS = 2_000;
  * shutdown.drain_timeout_s for in-flight ones, then aborts the rest through `stopSignal`.
  */
 @Injectable()
-export class DrainService implements OnModuleInit, OnModuleDestroy {
+export class DrainService implements ClientTrafficDrain, OnModuleInit, OnModuleDestroy {
   private readonly logger = new Logger('Shutdown');
   private active = 0;
   private draining = false;
@@ -25,9 +26,12 @@ export class DrainService implements OnModuleInit, OnModuleDestroy {
   constructor(
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     private readonly status: ClusterStatus,
+    @Optional() private readonly traffic?: ClientTrafficGate,
   ) {}
 
   onModuleInit(): void {
+    // Client requests count themselves in through the gate (see ClientTrafficGate).
+    this.traffic?.useDrain(this);
     this.removeGate = this.status.addGate(() => (this.draining ? DRAINING : READY));
   }
 

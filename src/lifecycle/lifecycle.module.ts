@@ -9,7 +9,7 @@ import { DrainService } from './drain.service';
  */
 @Module({
   imports: [ServersModule],
-  // No global interceptor: the OpenAI handlers count themselves in (see runClientTraffic), so
+  // No global interceptor: the OpenAI handlers count themselves in (see ClientTrafficGate), so
   // their routes run without Nest's per-request interceptor chain.
   providers: [DrainService],
   exports: [DrainService],

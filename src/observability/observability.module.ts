@@ -1,6 +1,8 @@
 import { DynamicModule, Module, type Type } from '@nestjs/common';
 import type { AppConfig } from '../config';
+import { KV_METRICS } from '../kv-cache';
 import { ServersModule } from '../servers';
+import { WorkerClientModule } from '../worker-client';
 import { InFlightRequests } from './context/in-flight-requests';
 import { RequestContextHooks } from './context/request-context.hooks';
 import { PayloadLogHooks } from './logging/payload-log.hooks';
@@ -29,10 +31,14 @@ export class ObservabilityModule {
     return {
       module: ObservabilityModule,
       global: true,
-      imports: [ServersModule],
+      imports: [ServersModule, WorkerClientModule],
       controllers,
-      providers: [InFlightRequests, MetricsService, RequestMetricsListener, RequestContextHooks, PayloadLogHooks, PerfMetricsStore, TrtllmPerfMetrics, RequestTracing],
-      exports: [MetricsService, PerfMetricsStore, RequestTracing],
+      providers: [
+        InFlightRequests, MetricsService, RequestMetricsListener, RequestContextHooks, PayloadLogHooks, PerfMetricsStore, TrtllmPerfMetrics, RequestTracing,
+        // The KV room reports applied events and failed polls through the metrics service.
+        { provide: KV_METRICS, useExisting: MetricsService },
+      ],
+      exports: [MetricsService, PerfMetricsStore, RequestTracing, KV_METRICS],
     };
   }
 }

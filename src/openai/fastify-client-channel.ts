@@ -1,5 +1,6 @@
 import type { FastifyReply } from 'fastify';
 import type { ServerResponse } from 'node:http';
+import { REQUEST_ID_HEADER } from '../common';
 import type { ClientChannel } from '../disagg/client-channel';
 import { AbortHandle } from '../http-session/abort-handle';
 
@@ -72,12 +73,12 @@ export class FastifyClientChannel implements ClientChannel {
   // Head objects written whole: with no header set before, Node takes its fast path.
   sendJson(status: number, body: string): void {
     if (this.res.destroyed) return;
-    this.res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), 'x-request-id': this.requestId });
+    this.res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), [REQUEST_ID_HEADER]: this.requestId });
     this.res.end(body);
   }
 
   startStream(moreNow = false): void {
-    this.res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', 'x-request-id': this.requestId });
+    this.res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', [REQUEST_ID_HEADER]: this.requestId });
     // A head flushed alone costs a socket write of its own.
     if (!moreNow) this.res.flushHeaders();
   }

@@ -1,13 +1,10 @@
-import { Controller, Logger, OnModuleInit, Post, Req, Res } from '@nestjs/common';
-import { ModuleRef } from '@nestjs/core';
+import { Controller, Logger, Optional, Post, Req, Res } from '@nestjs/common';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { AdmissionService } from '../admission/admission.service';
-import { runClientTraffic } from '../admission/client-traffic-gate';
+import { ClientTrafficGate } from '../admission/client-traffic-gate';
 import { ClientTraffic } from '../admission/client-traffic.decorator';
 import { DisaggService } from '../disagg/disagg.service';
-import { DrainService } from '../lifecycle/drain.service';
 import type { RequestKind } from '../routing';
-import { writeOpenAiError } from './error-response';
+import { writeOpenAiError } from '../common/errors/error-response';
 import { FastifyClientChannel } from './fastify-client-channel';
 import { requireJsonContentType, validateOpenAiRequest } from './request-validation';
 import { ClientGoneError, HttpApiError } from '../common';
@@ -15,35 +12,17 @@ import { ClientGoneError, HttpApiError } from '../common';
 /** The OpenAI-compatible front door: completions and chat, streamed or not. */
 @Controller('v1')
 @ClientTraffic()
-export class OpenAiController implements OnModuleInit {
+export class OpenAiController {
   private readonly logger = new Logger('OpenAI');
-  private stopSignal?: AbortSignal;
-  private drain?: DrainService;
-  private admission?: AdmissionService;
-
-  constructor(
-    private readonly disagg: DisaggService,
-    private readonly moduleRef: ModuleRef,
-  ) {}
 
   /**
-   * The shutdown drain (when the app has one) counts requests and aborts those still running
-   * at its deadline; admission control (when the app has it) limits those in flight.
+   * The traffic gate (admission control and the shutdown drain) is there in the app the
+   * router builds; a module graph without it serves every request at once.
    */
-  onModuleInit(): void {
-    try {
-      this.drain = this.moduleRef.get(DrainService, { strict: false });
-      this.stopSignal = this.drain.stopSignal;
-    } catch {
-      this.drain = undefined;
-      this.stopSignal = undefined;
-    }
-    try {
-      this.admission = this.moduleRef.get(AdmissionService, { strict: false });
-    } catch {
-      this.admission = undefined;
-    }
-  }
+  constructor(
+    private readonly disagg: DisaggService,
+    @Optional() private readonly traffic?: ClientTrafficGate,
+  ) {}
 
   @Post('completions')
   completions(@Req() req: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
@@ -56,13 +35,14 @@ export class OpenAiController implements OnModuleInit {
   }
 
   private serve(kind: RequestKind, req: FastifyRequest, reply: FastifyReply): Promise<void> {
-    return runClientTraffic(reply, this.drain, this.admission, () => this.serveAdmitted(kind, req, reply));
+    const admitted = (): Promise<void> => this.serveAdmitted(kind, req, reply);
+    return this.traffic ? this.traffic.run(reply, admitted) : admitted();
   }
 
   private async serveAdmitted(kind: RequestKind, req: FastifyRequest, reply: FastifyReply): Promise<void> {
     requireJsonContentType(req.headers['content-type']);
     const body = validateOpenAiRequest(kind, req.body);
-    const channel = new FastifyClientChannel(reply, req.id, this.stopSignal);
+    const channel = new FastifyClientChannel(reply, req.id, this.traffic?.stopSignal);
     try {
       await this.disagg.handle(kind, body, channel, req.headers);
     } catch (err) {

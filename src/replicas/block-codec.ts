@@ -1,4 +1,4 @@
-import type { BlockKey } from '../servers';
+import type { BlockKey } from '../kv-cache';
 
 /** Block hashes as JSON: 64-bit ones as decimal strings, hex ones as they are. */
 export interface EncodedBlocks {

@@ -1,17 +1,20 @@
 import { Injectable, Logger, type OnModuleDestroy } from '@nestjs/common';
 import type { KvEntry } from '@nats-io/kv';
 import { normalizeServerUrl } from '../config';
+import { KvEventApplier } from '../kv-cache';
 import { ServerRegistry, type ServerState } from '../servers';
 import { decodeBlocks, encodeBlocks, type EncodedBlocks } from './block-codec';
 import { ReplicaBus } from './replica-bus.service';
-import { lastAppliedEventId } from './replica-event-applier';
 import { busKeyOf } from './rendezvous';
+import { isAhead, WorkerPositions } from './worker-positions';
 
 /** A worker's block tables as its poller knew them, and where on the stream that was. */
 interface Snapshot {
   url: string;
   replica: string;
   at: number;
+  /** The worker's restart epoch (see WorkerPositions); absent: 0. */
+  epoch?: number;
   last_event_id: number;
   /** Stream sequence the writer had applied: the stream after it holds the rest. */
   stream_seq: number;
@@ -28,8 +31,8 @@ interface Snapshot {
 @Injectable()
 export class KvSnapshots implements OnModuleDestroy {
   private readonly logger = new Logger('KvSnapshots');
-  /** Last event id written per worker, so unchanged tables are not written again. */
-  private readonly written = new Map<string, number>();
+  /** Position (epoch:last event id) written per worker, so unchanged tables are not written again. */
+  private readonly written = new Map<string, string>();
   private watchStop?: () => void;
   adopted = 0;
   writes = 0;
@@ -37,6 +40,8 @@ export class KvSnapshots implements OnModuleDestroy {
   constructor(
     private readonly bus: ReplicaBus,
     private readonly registry: ServerRegistry,
+    private readonly applier: KvEventApplier,
+    private readonly positions: WorkerPositions,
   ) {}
 
   /** Adopts every stored snapshot newer than this replica's tables; the lowest stream sequence they cover (undefined: none). */
@@ -76,32 +81,42 @@ export class KvSnapshots implements OnModuleDestroy {
   /** Writes the worker's snapshot when its tables moved since the last write (or `force`). */
   async write(server: ServerState, streamSeq: number, force = false): Promise<boolean> {
     const kv = this.bus.snapshots;
-    const last = lastAppliedEventId(server);
+    const last = this.applier.lastEventId(server.url);
     if (!kv || last === undefined) return false;
-    if (!force && this.written.get(server.url) === last) return false;
+    const epoch = this.positions.epoch(server.url);
+    const position = `${epoch}:${last}`;
+    if (!force && this.written.get(server.url) === position) return false;
     const tables: Snapshot['tables'] = {};
     for (const [algo, t] of server.kvTables) tables[algo] = { blocks: encodeBlocks(t.keys()), capacity: t.capacity };
-    const snap: Snapshot = { url: server.url, replica: this.bus.replicaId, at: Date.now(), last_event_id: last, stream_seq: streamSeq, tables };
+    const snap: Snapshot = { url: server.url, replica: this.bus.replicaId, at: Date.now(), epoch, last_event_id: last, stream_seq: streamSeq, tables };
     const ok = await this.bus.attempt('snapshot', () => kv.put(busKeyOf(server.url), JSON.stringify(snap)));
     if (ok) {
-      this.written.set(server.url, last);
+      this.written.set(server.url, position);
       this.writes++;
     }
     return ok;
   }
 
-  /** The stored snapshot's last event id for a worker (undefined: none or unreadable). */
-  async storedEventId(url: string): Promise<number | undefined> {
+  /** Whether this replica's view of the worker is ahead of its stored snapshot (or none is stored). */
+  async aheadOfStored(url: string): Promise<boolean> {
+    const mine = this.position(url);
+    if (mine.lastEventId === undefined) return false;
     const entry = await this.bus.snapshots?.get(busKeyOf(url)).catch(() => null);
-    return entry ? parseSnapshot(entry)?.last_event_id : undefined;
+    const stored = entry ? parseSnapshot(entry) : undefined;
+    return !stored || isAhead(mine, { epoch: stored.epoch ?? 0, lastEventId: stored.last_event_id });
   }
 
-  /** Replaces the confirmed blocks of a worker whose snapshot is ahead of its tables. */
+  private position(url: string): { epoch: number; lastEventId?: number } {
+    return { epoch: this.positions.epoch(url), lastEventId: this.applier.lastEventId(url) };
+  }
+
+  /** Replaces the confirmed blocks of a worker whose snapshot is ahead of this replica's view. */
   private adopt(snap: Snapshot): void {
-    for (const server of this.registry.list()) {
-      if (server.url !== snap.url) continue;
-      const mine = lastAppliedEventId(server);
-      if (mine !== undefined && mine >= snap.last_event_id) continue;
+    const epoch = snap.epoch ?? 0;
+    if (!isAhead({ epoch, lastEventId: snap.last_event_id }, this.position(snap.url))) return;
+    const servers = this.registry.list().filter((s) => s.url === snap.url);
+    if (!servers.length) return;
+    for (const server of servers) {
       for (const [algo, { blocks, capacity }] of Object.entries(snap.tables)) {
         const table = server.kvTable(algo);
         const keep = new Set(decodeBlocks(blocks));
@@ -110,8 +125,11 @@ export class KvSnapshots implements OnModuleDestroy {
         table.capacity = capacity;
         table.lastEventId = snap.last_event_id;
       }
-      this.adopted++;
     }
+    this.applier.resumeAfter(snap.url, snap.last_event_id);
+    this.positions.setEpoch(snap.url, epoch);
+    this.positions.setStreamSeq(snap.url, Math.max(this.positions.streamSeq(snap.url), snap.stream_seq));
+    this.adopted++;
   }
 
   onModuleDestroy(): void {

@@ -1,11 +1,10 @@
 import { Injectable, Logger, type OnModuleDestroy, type OnModuleInit } from '@nestjs/common';
-import { isPolling, kvPollGates, pollKvEvents } from '../routing/kv';
+import { KvEventPoller } from '../kv-cache';
 import { ServerRegistry, type ServerState } from '../servers';
 import { KvEventStream } from './kv-event-stream.service';
 import { KvSnapshots } from './kv-snapshots.service';
 import { PollLeases } from './poll-leases.service';
 import { ReplicaBus } from './replica-bus.service';
-import { lastAppliedEventId } from './replica-event-applier';
 
 const KV_EVENTS_TIMEOUT_MS = 5_000;
 
@@ -23,7 +22,6 @@ export class KvSync implements OnModuleInit, OnModuleDestroy {
   private snapshotTimer?: NodeJS.Timeout;
   private started = false;
   private syncing?: Promise<void>;
-  private unsubscribe?: () => void;
   /** Resynchronisations done after an outage. */
   resyncs = 0;
 
@@ -33,14 +31,10 @@ export class KvSync implements OnModuleInit, OnModuleDestroy {
     private readonly leases: PollLeases,
     private readonly stream: KvEventStream,
     private readonly snapshots: KvSnapshots,
+    private readonly poller: KvEventPoller,
   ) {}
 
   onModuleInit(): void {
-    const gate = { owns: (url: string) => this.leases.owns(url), publish: (url: string, events: readonly unknown[]) => this.stream.publish(url, events) };
-    for (const s of this.registry.list()) kvPollGates.set(s, gate);
-    this.unsubscribe = this.registry.onEvent((e) => {
-      if (e.type === 'added') kvPollGates.set(e.server, gate);
-    });
     this.bus.on('up', () => {
       this.syncing = this.resync().catch((err: Error) => this.logger.warn(`resynchronisation failed: ${err.message}`));
     });
@@ -74,19 +68,15 @@ export class KvSync implements OnModuleInit, OnModuleDestroy {
     const urls = [...this.stream.unpublished];
     this.stream.unpublished.clear();
     for (const url of urls) {
-      for (const server of this.registry.list()) {
-        if (server.url !== url) continue;
-        const stored = await this.snapshots.storedEventId(url);
-        const mine = lastAppliedEventId(server);
-        if (mine !== undefined && (stored === undefined || mine > stored)) await this.snapshots.write(server, this.stream.lastSeq, true);
-      }
+      const server = this.registry.list().find((s) => s.url === url);
+      if (server && (await this.snapshots.aheadOfStored(url))) await this.snapshots.write(server, this.stream.lastSeq, true);
     }
   }
 
   private pollOwned(): void {
     for (const server of this.registry.list()) {
-      if (server.status !== 'ready' || isPolling(server) || !this.leases.owns(server.url)) continue;
-      void pollKvEvents(server, KV_EVENTS_TIMEOUT_MS);
+      if (server.status !== 'ready' || this.poller.isPolling(server.url) || !this.leases.owns(server.url)) continue;
+      void this.poller.poll(server.url, KV_EVENTS_TIMEOUT_MS);
     }
   }
 
@@ -104,6 +94,5 @@ export class KvSync implements OnModuleInit, OnModuleDestroy {
   onModuleDestroy(): void {
     if (this.pollTimer) clearInterval(this.pollTimer);
     if (this.snapshotTimer) clearInterval(this.snapshotTimer);
-    this.unsubscribe?.();
   }
 }

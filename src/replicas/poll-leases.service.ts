@@ -1,8 +1,8 @@
 import { Injectable, Logger, type BeforeApplicationShutdown, type OnModuleInit } from '@nestjs/common';
 import { EventEmitter } from 'node:events';
 import { normalizeServerUrl } from '../config';
+import type { KvPollOwnership } from '../kv-cache';
 import { ServerRegistry } from '../servers';
-import type { KvPollOwnership } from './kv-seams';
 import { ReplicaBus } from './replica-bus.service';
 import { busKeyOf, rendezvousOwner } from './rendezvous';
 import { SharedLoad } from './shared-load.service';

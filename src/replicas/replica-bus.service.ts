@@ -1,8 +1,9 @@
 import { Inject, Injectable, Logger, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
-import { jetstream, jetstreamManager, type JetStreamClient } from '@nats-io/jetstream';
+import { jetstream, jetstreamManager, type JetStreamClient, type JetStreamManager } from '@nats-io/jetstream';
 import { Kvm, type KV } from '@nats-io/kv';
 import type { NatsConnection } from '@nats-io/nats-core';
 import { connect } from '@nats-io/transport-node';
+import { randomUUID } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import { hostname } from 'node:os';
 import { APP_CONFIG, type ClusterConfig, type AppConfig } from '../config';
@@ -39,6 +40,8 @@ export class ReplicaBus extends EventEmitter<BusEvents> implements OnModuleInit,
   private readonly logger = new Logger('ReplicaBus');
   readonly cluster: ClusterConfig;
   readonly replicaId: string;
+  /** This process (a replica restarted under the same id is another instance). */
+  readonly instanceId = randomUUID();
   readonly names: BusNames;
   state: BusState = 'connecting';
   /** Epoch ms of the last state change. */
@@ -47,6 +50,7 @@ export class ReplicaBus extends EventEmitter<BusEvents> implements OnModuleInit,
   outages = 0;
   nc?: NatsConnection;
   js?: JetStreamClient;
+  jsm?: JetStreamManager;
   leases?: KV;
   snapshots?: KV;
   load?: KV;
@@ -147,6 +151,7 @@ export class ReplicaBus extends EventEmitter<BusEvents> implements OnModuleInit,
     } catch {
       await jsm.streams.add({ name: this.names.eventStream, subjects: [this.names.eventSubject], max_age: maxAge });
     }
+    this.jsm = jsm;
     this.js = jetstream(nc, { timeout: 2_000 });
     const kvm = new Kvm(this.js);
     this.leases = await kvm.create(this.names.leases, { history: 1, ttl: this.cluster.lease_ttl_s * 1000 });

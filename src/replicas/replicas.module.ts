@@ -1,22 +1,24 @@
 import { DynamicModule, Module } from '@nestjs/common';
 import type { AppConfig } from '../config';
+import { KV_EVENT_PUBLISHER, KV_POLL_OWNERSHIP, KvCacheModule } from '../kv-cache';
 import { ROUTED_BLOCKS_SINK } from '../routing';
 import { ServersModule } from '../servers';
 import { CLUSTER_ADMIN_VIEW, singleRouterView } from './cluster-admin-view';
 import { ClusterView } from './cluster-view.service';
 import { KvEventStream } from './kv-event-stream.service';
-import { KV_EVENT_PUBLISHER, KV_POLL_OWNERSHIP } from './kv-seams';
 import { KvSnapshots } from './kv-snapshots.service';
 import { KvSync } from './kv-sync.service';
 import { PollLeases } from './poll-leases.service';
 import { ReplicaBus } from './replica-bus.service';
-import { KvEventApplier } from './replica-event-applier';
 import { RoutedBlocksSharing } from './routed-blocks.service';
 import { SharedLoad } from './shared-load.service';
+import { WorkerPositions } from './worker-positions';
 
 /**
  * Router replicas sharing one KV view and load picture over NATS JetStream (the `cluster`
- * config section). Without that section it only provides the admin view of a single router.
+ * config section). Global, so the KV room's poller finds the poll ownership (the leases) and
+ * the event publisher (the stream) it injects optionally. Without that section it only
+ * provides the admin view of a single router, and the KV room polls every worker itself.
  */
 @Module({})
 export class ReplicasModule {
@@ -27,12 +29,12 @@ export class ReplicasModule {
     return {
       module: ReplicasModule,
       global: true,
-      imports: [ServersModule],
+      imports: [ServersModule, KvCacheModule],
       providers: [
         ReplicaBus,
         SharedLoad,
         PollLeases,
-        KvEventApplier,
+        WorkerPositions,
         KvEventStream,
         KvSnapshots,
         RoutedBlocksSharing,

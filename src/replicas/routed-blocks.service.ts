@@ -1,9 +1,9 @@
 import { Injectable, Logger, type OnModuleDestroy, type OnModuleInit } from '@nestjs/common';
 import type { Subscription } from '@nats-io/nats-core';
 import { normalizeServerUrl } from '../config';
+import { KvEventPoller, type BlockKey } from '../kv-cache';
 import type { RoutedBlocksSink } from '../routing';
-import { pollKvEvents } from '../routing/kv';
-import { ServerRegistry, type BlockKey, type ServerState } from '../servers';
+import { ServerRegistry, type ServerState } from '../servers';
 import { decodeBlocks, encodeBlocks, type EncodedBlocks } from './block-codec';
 import { PollLeases } from './poll-leases.service';
 import { ReplicaBus } from './replica-bus.service';
@@ -35,6 +35,7 @@ export class RoutedBlocksSharing implements RoutedBlocksSink, OnModuleInit, OnMo
     private readonly bus: ReplicaBus,
     private readonly registry: ServerRegistry,
     private readonly leases: PollLeases,
+    private readonly poller: KvEventPoller,
   ) {}
 
   onModuleInit(): void {
@@ -80,8 +81,8 @@ export class RoutedBlocksSharing implements RoutedBlocksSink, OnModuleInit, OnMo
     for (const server of this.registry.list()) {
       if (server.url !== url) continue;
       if (hashes.length && ttl > 0) server.kvTable(msg.algo).track(hashes, Math.min(ttl, 3_600_000));
-      if (this.leases.owns(url)) void pollKvEvents(server, KV_EVENTS_TIMEOUT_MS);
     }
+    if (this.leases.owns(url)) void this.poller.poll(url, KV_EVENTS_TIMEOUT_MS);
   }
 
   onModuleDestroy(): void {

@@ -1,6 +1,5 @@
 export * from './base-router';
 export * from './conversation-id';
-export * from './kv';
 export * from './policies/conversation.policy';
 export * from './policies/kv-cache-aware.policy';
 export * from './policies/least-loaded';

@@ -1,4 +1,5 @@
-import type { BlockKey, ServerState } from '../servers';
+import type { BlockKey } from '../kv-cache';
+import type { ServerState } from '../servers';
 
 export const ROUTED_BLOCKS_SINK = Symbol('ROUTED_BLOCKS_SINK');
 

@@ -62,7 +62,7 @@ export interface RouterSnapshot {
   [key: string]: unknown;
 }
 
-/** The contract every routing policy implements (TensorRT-LLM router.py semantics). */
+/** The contract every routing policy implements, as TensorRT-LLM's routers (see docs/protocol.md "Two-phase request"). */
 export interface Router {
   readonly policy: string;
   readonly role: ServerRole;

@@ -1,5 +1,6 @@
 import { Module } from '@nestjs/common';
 import { DiscoveryModule } from '@nestjs/core';
+import { KvCacheModule } from '../kv-cache';
 import { ServersModule } from '../servers';
 import { ConversationRouter } from './policies/conversation.policy';
 import { KvCacheAwareRouter } from './policies/kv-cache-aware.policy';
@@ -12,7 +13,7 @@ import { RouterPolicyCatalog } from './router-policy-catalog.service';
 export const BUILT_IN_POLICIES = [RoundRobinRouter, LoadBalancingRouter, KvCacheAwareRouter, ConversationRouter];
 
 @Module({
-  imports: [DiscoveryModule, ServersModule],
+  imports: [DiscoveryModule, ServersModule, KvCacheModule],
   providers: [RouterPolicyCatalog, RouterRegistry, ...BUILT_IN_POLICIES],
   exports: [RouterPolicyCatalog, RouterRegistry, ServersModule],
 })

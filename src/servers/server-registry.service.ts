@@ -46,6 +46,7 @@ export class ServerRegistry {
 
   remove(server: ServerState): void {
     if (!this.servers.delete(server.id)) return;
+    this.factory.release(server);
     this.logger.log(`${server.role} server ${server.url} removed`);
     this.emit({ type: 'removed', server });
   }

@@ -1,38 +1,32 @@
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { beforeAll, describe, expect, it } from '@jest/globals';
 import { AdminPortHost } from '../../src/admin';
 import { FakeWorker, generationHandler } from '../support/fake-worker';
-import { startRouter, type RunningRouter } from '../support/router-app';
+import { startRouter } from '../support/router-app';
+import { useRouterCluster } from '../support/router-cluster';
 import { admin, complete, errorOf, TOKEN, whenReady } from './admin-support';
 
 describe('admin API on its own port', () => {
-  let a: FakeWorker;
-  let b: FakeWorker;
-  let router: RunningRouter;
-  let adminUrl: string;
-  beforeAll(async () => {
-    a = await new FakeWorker(generationHandler()).start();
-    b = await new FakeWorker(generationHandler()).start();
-    router = await startRouter({ generation_servers: { urls: [a.url] }, admin: { token: TOKEN, port: 0, host: '127.0.0.1' } });
-    adminUrl = router.app.get(AdminPortHost).url!;
+  const cluster = useRouterCluster({
+    workers: { a: generationHandler(), b: generationHandler() },
+    config: (cluster) => ({ generation_servers: { urls: [cluster.a.url] }, admin: { token: TOKEN, port: 0, host: '127.0.0.1' } }),
   });
-  afterAll(async () => {
-    await router?.close();
-    await a?.close();
-    await b?.close();
+  let adminUrl: string;
+  beforeAll(() => {
+    adminUrl = cluster.router.app.get(AdminPortHost).url!;
   });
 
   it('listens on another loopback port', () => {
     expect(adminUrl).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
-    expect(adminUrl).not.toBe(router.url);
+    expect(adminUrl).not.toBe(cluster.router.url);
   });
 
   it('serves the API there, acting on the main app: an added server gets traffic', async () => {
-    const added = await admin(adminUrl, 'POST', 'servers', { url: b.url, role: 'generation' });
+    const added = await admin(adminUrl, 'POST', 'servers', { url: cluster.b.url, role: 'generation' });
     expect(added.status).toBe(201);
-    await whenReady(router, added.body.id as string);
-    await complete(router.url);
-    await complete(router.url);
-    expect(b.requests('/v1/completions')).toHaveLength(1);
+    await whenReady(cluster.router, added.body.id as string);
+    await complete(cluster.router.url);
+    await complete(cluster.router.url);
+    expect(cluster.b.requests('/v1/completions')).toHaveLength(1);
     const list = await admin(adminUrl, 'GET', 'servers');
     expect((list.body.servers as unknown[]).length).toBe(2);
   });
@@ -55,14 +49,14 @@ describe('admin API on its own port', () => {
 
   it('has no admin routes on the main port', async () => {
     for (const path of ['servers', 'routers', 'config']) {
-      const res = await admin(router.url, 'GET', path);
+      const res = await admin(cluster.router.url, 'GET', path);
       expect(res.status).toBe(404);
     }
-    const docs = await fetch(`${router.url}/admin/docs-json`);
+    const docs = await fetch(`${cluster.router.url}/admin/docs-json`);
     expect(docs.status).toBe(404);
     await docs.body?.cancel();
     // The main port still serves clients.
-    await complete(router.url);
+    await complete(cluster.router.url);
   });
 });
 

@@ -1,6 +1,6 @@
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { FakeWorker, generationHandler } from '../support/fake-worker';
-import { startRouter, type RunningRouter } from '../support/router-app';
+import { beforeAll, describe, expect, it } from '@jest/globals';
+import { generationHandler } from '../support/fake-worker';
+import { useRouterCluster } from '../support/router-cluster';
 import { TOKEN } from './admin-support';
 
 /** Every admin route, as the controllers declare it. */
@@ -26,20 +26,16 @@ interface OpenApiDoc {
 }
 
 describe('admin OpenAPI document', () => {
-  let gen: FakeWorker;
-  let router: RunningRouter;
+  const cluster = useRouterCluster({
+    workers: { gen: generationHandler() },
+    config: (cluster) => ({ generation_servers: { urls: [cluster.gen.url] }, admin: { token: TOKEN } }),
+  });
   let doc: OpenApiDoc;
   beforeAll(async () => {
-    gen = await new FakeWorker(generationHandler()).start();
-    router = await startRouter({ generation_servers: { urls: [gen.url] }, admin: { token: TOKEN } });
-    const res = await fetch(`${router.url}/admin/docs-json`);
+    const res = await fetch(`${cluster.router.url}/admin/docs-json`);
     expect(res.status).toBe(200);
     expect(res.headers.get('content-type')).toContain('application/json');
     doc = (await res.json()) as OpenApiDoc;
-  });
-  afterAll(async () => {
-    await router?.close();
-    await gen?.close();
   });
 
   it('lists every admin endpoint and nothing else', () => {

@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chromium, type BrowserContext, type Page } from 'playwright-core';
-import { startFakeCluster, type FakeCluster } from '../support/fake-cluster';
+import { useFakeCluster } from '../support/router-cluster';
 import { postJson } from '../support/router-app';
 import { admin, TOKEN } from './admin-support';
 
@@ -18,21 +18,20 @@ type PageWindow = { document: { getElementById(id: string): PageElement | null; 
 const FLAGS = ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
 
 describe('status page /admin/status in headless Chromium', () => {
-  let cluster: FakeCluster;
+  const cluster = useFakeCluster({ admin: { token: TOKEN }, generation_servers: { router: { type: 'kv_cache_aware' } } });
   let profile: string;
   let browser: BrowserContext;
   let page: Page;
 
   beforeAll(async () => {
-    cluster = await startFakeCluster({ admin: { token: TOKEN }, generation_servers: { router: { type: 'kv_cache_aware' } } });
     profile = mkdtempSync(join(tmpdir(), 'disagg-router-chromium-'));
     browser = await chromium.launchPersistentContext(profile, { executablePath: CHROMIUM, headless: true, args: FLAGS });
     page = browser.pages()[0] ?? (await browser.newPage());
   }, 60_000);
 
+  // Declared after the cluster's: runs after the router closed.
   afterAll(async () => {
     await browser?.close();
-    await cluster?.close();
     if (profile) rmSync(profile, { recursive: true, force: true });
   });
 

@@ -95,6 +95,7 @@ const starters: Record<string, Starter> = {
 const AB_REF = args.get('ab');
 const abBin = (p: string): string => join(root, 'dist-bench/ab/test/bench', p);
 starters['router-ab'] = (up) => startProc({ name: 'router-ab', script: abBin('procs/router.js'), args: [`--config=${routerConfig(up, 'round_robin')}`], cpus: PROXY_CPU, logDir });
+starters['router-kv-ab'] = (up) => startProc({ name: 'router-kv-ab', script: abBin('procs/router.js'), args: [`--config=${routerConfig(up, 'kv_cache_aware')}`], cpus: PROXY_CPU, logDir });
 
 const ABLATION_SETS = ['hooks', 'als', 'metrics', 'events', 'enhancers', 'hooks,events,enhancers'];
 for (const a of ABLATION_SETS) {
@@ -166,6 +167,13 @@ function tables(): TableDef[] {
         { row: 'bare, stream', target: 'bare', body: streamed, stream: true, connections: c },
         { row: `router at ${AB_REF}, stream`, target: 'router-ab', body: streamed, stream: true, connections: c, vs: { bare: 'bare, stream' } },
         { row: 'router now, stream', target: 'router-rr', body: streamed, stream: true, connections: c, vs: { bare: 'bare, stream', before: `router at ${AB_REF}, stream` } },
+        { row: 'bare, 2k token ids', target: 'bare', body: tokens2k, stream: false, connections: c },
+        { row: `kv_cache_aware at ${AB_REF}, 2k token ids`, target: 'router-kv-ab', body: tokens2k, stream: false, connections: c, vs: { bare: 'bare, 2k token ids' } },
+        { row: 'kv_cache_aware now, 2k token ids', target: 'router-kv', body: tokens2k, stream: false, connections: c, vs: { bare: 'bare, 2k token ids', before: `kv_cache_aware at ${AB_REF}, 2k token ids` } },
+        { row: `direct, paced ${PACED_RATE}/s`, target: 'direct', body: plain, stream: false, connections: c, rate: PACED_RATE },
+        { row: `bare, paced ${PACED_RATE}/s`, target: 'bare', body: plain, stream: false, connections: c, rate: PACED_RATE, vs: { direct: `direct, paced ${PACED_RATE}/s` } },
+        { row: `router at ${AB_REF}, paced ${PACED_RATE}/s`, target: 'router-ab', body: plain, stream: false, connections: c, rate: PACED_RATE, vs: { bare: `bare, paced ${PACED_RATE}/s` } },
+        { row: `router now, paced ${PACED_RATE}/s`, target: 'router-rr', body: plain, stream: false, connections: c, rate: PACED_RATE, vs: { bare: `bare, paced ${PACED_RATE}/s`, before: `router at ${AB_REF}, paced ${PACED_RATE}/s` } },
       ],
     },
     {

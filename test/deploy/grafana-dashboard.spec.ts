@@ -1,11 +1,11 @@
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { beforeAll, describe, expect, it } from '@jest/globals';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { startSimCluster, type SimCluster } from '../../src/simulator';
 import { AdmissionService } from '../../src/admission/admission.service';
 import { ServerRegistry } from '../../src/servers';
-import { FakeWorker, json } from '../support/fake-worker';
-import { postJson, startRouter, waitFor, type RunningRouter } from '../support/router-app';
+import { json } from '../support/fake-worker';
+import { postJson, waitFor } from '../support/router-app';
+import { useRouterCluster } from '../support/router-cluster';
 import { scrape } from '../observability/prom-text';
 
 const DASHBOARD = join(process.cwd(), 'deploy/grafana/disagg-router.json');
@@ -39,45 +39,37 @@ function dashboardMetrics(): Map<string, string[]> {
 }
 
 describe('Grafana dashboard deploy/grafana/disagg-router.json', () => {
-  let cluster: SimCluster;
-  let failing: FakeWorker;
-  let router: RunningRouter;
-
-  beforeAll(async () => {
-    cluster = await startSimCluster({ context: 1, generation: 2, latency: 'zero' });
+  const cluster = useRouterCluster({
+    sim: { context: 1, generation: 2, latency: 'zero' },
     // A context server that answers 500: its requests are retried on the simulated one.
-    failing = await new FakeWorker((_req, res) => json(res, 500, { error: 'boom' })).start();
-    router = await startRouter({
+    workers: { failing: (_req, res) => json(res, 500, { error: 'boom' }) },
+    config: (cluster) => ({
       max_retries: 1,
       limits: { max_in_flight: 1, queue_size: 1 },
-      context_servers: { urls: [...cluster.contextUrls, failing.url], router: { type: 'round_robin' } },
-      generation_servers: { urls: cluster.generationUrls, router: { type: 'kv_cache_aware' } },
-    });
-    const registry = router.app.get(ServerRegistry);
-    await waitFor(() => registry.ready('generation').length === 2 && registry.ready('context').length === 2, 10_000, 'servers ready');
+      context_servers: { urls: [...cluster.sim.contextUrls, cluster.failing.url], router: { type: 'round_robin' } },
+      generation_servers: { urls: cluster.sim.generationUrls, router: { type: 'kv_cache_aware' } },
+    }),
   });
-
-  afterAll(async () => {
-    await router?.close();
-    await failing?.close();
-    await cluster?.close();
+  beforeAll(async () => {
+    const registry = cluster.router.app.get(ServerRegistry);
+    await waitFor(() => registry.ready('generation').length === 2 && registry.ready('context').length === 2, 10_000, 'servers ready');
   });
 
   /** One request holds the only slot (its context call hangs), one waits, one is refused; then all leave. */
   async function overload(): Promise<void> {
-    const admission = router.app.get(AdmissionService);
-    cluster.contextWorkers[0].setFaults({ kind: 'hang', count: 1 });
+    const admission = cluster.router.app.get(AdmissionService);
+    cluster.sim.contextWorkers[0].setFaults({ kind: 'hang', count: 1 });
     const holder = new AbortController();
-    const held = fetch(`${router.url}/v1/completions`, {
+    const held = fetch(`${cluster.router.url}/v1/completions`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
       body: JSON.stringify({ model: 'sim-model', prompt: 'held', max_tokens: 2 }),
       signal: holder.signal,
     }).catch((err: Error) => err);
     await waitFor(() => admission.snapshot().router?.in_flight === 1, 10_000, 'the slot taken');
-    const queued = postJson(`${router.url}/v1/completions`, { model: 'sim-model', prompt: 'queued', max_tokens: 2 });
+    const queued = postJson(`${cluster.router.url}/v1/completions`, { model: 'sim-model', prompt: 'queued', max_tokens: 2 });
     await waitFor(() => admission.snapshot().router?.queued === 1, 10_000, 'a request queued');
-    const refused = await postJson(`${router.url}/v1/completions`, { model: 'sim-model', prompt: 'refused', max_tokens: 2 });
+    const refused = await postJson(`${cluster.router.url}/v1/completions`, { model: 'sim-model', prompt: 'refused', max_tokens: 2 });
     expect(refused.status).toBe(429);
     holder.abort();
     await held;
@@ -97,22 +89,22 @@ describe('Grafana dashboard deploy/grafana/disagg-router.json', () => {
   it('reads only metrics that /metrics exposes after traffic', async () => {
     const prompt = 'The router keeps the prefix of this prompt on one generation server, ';
     for (let i = 0; i < 6; i++) {
-      const r = await postJson(`${router.url}/v1/completions`, { model: 'sim-model', prompt: prompt + i, max_tokens: 4 });
+      const r = await postJson(`${cluster.router.url}/v1/completions`, { model: 'sim-model', prompt: prompt + i, max_tokens: 4 });
       expect(r.status).toBe(200);
     }
-    const streamed = await fetch(`${router.url}/v1/chat/completions`, {
+    const streamed = await fetch(`${cluster.router.url}/v1/chat/completions`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
       body: JSON.stringify({ model: 'sim-model', messages: [{ role: 'user', content: 'hi' }], max_tokens: 4, stream: true }),
     });
     expect(streamed.status).toBe(200);
     await streamed.text();
-    const bad = await postJson(`${router.url}/v1/completions`, { model: 'sim-model' });
+    const bad = await postJson(`${cluster.router.url}/v1/completions`, { model: 'sim-model' });
     expect(bad.status).toBe(400);
 
     await overload();
 
-    const families = await scrape(router.url);
+    const families = await scrape(cluster.router.url);
     const sampleNames = new Set([...families.values()].flatMap((f) => f.samples.map((s) => s.name)));
     const missing: string[] = [];
     for (const [name, panels] of dashboardMetrics()) {

@@ -1,24 +1,21 @@
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { describe, expect, it } from '@jest/globals';
 import { request, type IncomingMessage } from 'node:http';
 import type { ServerResponse } from 'node:http';
-import { startFakeCluster, type FakeCluster } from '../support/fake-cluster';
-import type { FakeHandler } from '../support/fake-worker';
+import { useFakeCluster } from '../support/router-cluster';
 
 describe('the head of a streamed answer', () => {
-  let cluster: FakeCluster;
   let held: ServerResponse | undefined;
-
-  beforeAll(async () => {
-    // The generation worker sends its head, then no event until the test releases it.
-    const gen: FakeHandler = (_req, res) => {
-      res.writeHead(200, { 'content-type': 'text/event-stream' });
-      res.flushHeaders();
-      held = res;
-    };
-    cluster = await startFakeCluster({}, undefined, { gen });
-  });
-
-  afterAll(() => cluster.close());
+  // The generation worker sends its head, then no event until the test releases it.
+  const cluster = useFakeCluster(
+    {},
+    {
+      gen: (_req, res) => {
+        res.writeHead(200, { 'content-type': 'text/event-stream' });
+        res.flushHeaders();
+        held = res;
+      },
+    },
+  );
 
   it('reaches the client while the generation server is still silent, and the events follow', async () => {
     const body = JSON.stringify({ model: 'm', prompt: 'hello', stream: true });

@@ -1,7 +1,7 @@
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { describe, expect, it } from '@jest/globals';
 import { rewriteUsage } from '../../src/disagg/usage';
-import { startFakeCluster, type FakeCluster } from '../support/fake-cluster';
-import { contextHandler, type FakeHandler } from '../support/fake-worker';
+import { contextHandler } from '../support/fake-worker';
+import { useFakeCluster } from '../support/router-cluster';
 import { postJson } from '../support/router-app';
 
 describe('rewriteUsage', () => {
@@ -29,18 +29,17 @@ describe('a generation answer whose usage is already right', () => {
   // Formatted as no JSON.stringify would: the router must pass these bytes on untouched.
   const RIGHT = '{ "id": "cmpl-gen",  "object": "text_completion", "choices": [{"index": 0, "text": "AB", "finish_reason": "length"}], "usage": {"prompt_tokens": 5, "completion_tokens": 2, "total_tokens": 7, "prompt_tokens_details": {"cached_tokens": 2}} }';
   const WRONG = RIGHT.replace('"prompt_tokens": 5', '"prompt_tokens": 1');
-  let cluster: FakeCluster;
   let answer = RIGHT;
-
-  beforeAll(async () => {
-    const gen: FakeHandler = (_req, res) => {
-      res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(answer) });
-      res.end(answer);
-    };
-    cluster = await startFakeCluster({}, undefined, { ctx: contextHandler({ promptTokenIds: [1, 2, 3, 4, 5] }), gen });
-  });
-
-  afterAll(() => cluster.close());
+  const cluster = useFakeCluster(
+    {},
+    {
+      ctx: contextHandler({ promptTokenIds: [1, 2, 3, 4, 5] }),
+      gen: (_req, res) => {
+        res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(answer) });
+        res.end(answer);
+      },
+    },
+  );
 
   it('reaches the client byte for byte', async () => {
     answer = RIGHT;

@@ -3,9 +3,9 @@ import type { Etcd3 } from 'etcd3';
 import { createEtcdClient, EtcdDiscovery, WorkerRegistration } from '../../src/discovery';
 import { ServerRegistry, type ServerState } from '../../src/servers';
 import { startSimWorker, type SimWorker } from '../../src/simulator';
-import { startEtcd, type EtcdServer } from '../support/etcd-server';
 import { FakeWorker, generationHandler } from '../support/fake-worker';
-import { postJson, startRouter, waitFor, type RunningRouter } from '../support/router-app';
+import { postJson, waitFor } from '../support/router-app';
+import { useRouterCluster } from '../support/router-cluster';
 
 /** A worker's key as trtllm-serve writes it. */
 function trtllmValue(url: string, role: string): string {
@@ -13,15 +13,24 @@ function trtllmValue(url: string, role: string): string {
 }
 
 describe('etcd discovery', () => {
-  let etcd: EtcdServer;
   let client: Etcd3;
-  let router: RunningRouter;
   let registry: ServerRegistry;
   const workers: Array<{ close(): Promise<void> }> = [];
   const registrations: WorkerRegistration[] = [];
+  // Declared before the cluster: runs first, while etcd is still up.
+  afterAll(() => client?.close());
+  const cluster = useRouterCluster({
+    etcd: true,
+    config: (cluster) => ({
+      metadata_server_config: { hostname: cluster.etcd.host, port: cluster.etcd.port, refresh_interval: 30 },
+      // Replaced by the metadata server, as in trtllm-serve.
+      generation_servers: { urls: ['127.0.0.1:9'] },
+      health: { interval_s: 0.2, timeout_s: 2, failure_threshold: 2, startup_wait_s: 0 },
+    }),
+  });
 
   const server = (url: string): ServerState | undefined => registry.findByUrl('generation', url);
-  const complete = () => postJson(`${router.url}/v1/completions`, { model: 'm', prompt: 'hi', max_tokens: 2 });
+  const complete = () => postJson(`${cluster.router.url}/v1/completions`, { model: 'm', prompt: 'hi', max_tokens: 2 });
   async function fakeWorker(): Promise<FakeWorker> {
     const w = await new FakeWorker(generationHandler()).start();
     workers.push(w);
@@ -29,16 +38,9 @@ describe('etcd discovery', () => {
   }
 
   beforeAll(async () => {
-    etcd = await startEtcd();
-    client = createEtcdClient({ hosts: etcd.endpoint });
-    router = await startRouter({
-      metadata_server_config: { hostname: etcd.host, port: etcd.port, refresh_interval: 30 },
-      // Replaced by the metadata server, as in trtllm-serve.
-      generation_servers: { urls: ['127.0.0.1:9'] },
-      health: { interval_s: 0.2, timeout_s: 2, failure_threshold: 2, startup_wait_s: 0 },
-    });
-    registry = router.app.get(ServerRegistry);
-    await waitFor(() => router.app.get(EtcdDiscovery).connected, 20_000, 'etcd connected');
+    client = createEtcdClient({ hosts: cluster.etcd.endpoint });
+    registry = cluster.router.app.get(ServerRegistry);
+    await waitFor(() => cluster.router.app.get(EtcdDiscovery).connected, 20_000, 'etcd connected');
   });
   afterEach(async () => {
     // Helpers first: they would register their worker again.
@@ -46,11 +48,6 @@ describe('etcd discovery', () => {
     await client.delete().prefix('trtllm/').exec();
     await waitFor(() => registry.list().length === 0, 20_000, 'servers gone');
     await Promise.all(workers.splice(0).map((w) => w.close()));
-  });
-  afterAll(async () => {
-    await router?.close();
-    client?.close();
-    await etcd?.close();
   });
 
   it('routes to a worker once its key is put, and stops when the key is deleted', async () => {
@@ -64,8 +61,8 @@ describe('etcd discovery', () => {
     expect(ok.status).toBe(200);
     expect(worker.requests('/v1/completions')).toHaveLength(1);
 
-    const info = (await (await fetch(`${router.url}/cluster_info`)).json()) as Record<string, unknown>;
-    expect(info.metadata_server).toMatchObject({ connected: true, servers: 1, endpoint: etcd.endpoint });
+    const info = (await (await fetch(`${cluster.router.url}/cluster_info`)).json()) as Record<string, unknown>;
+    expect(info.metadata_server).toMatchObject({ connected: true, servers: 1, endpoint: cluster.etcd.endpoint });
 
     await client.delete().key('trtllm/worker-a').exec();
     await waitFor(() => server(worker.url) === undefined, 20_000, 'worker removed');
@@ -85,7 +82,7 @@ describe('etcd discovery', () => {
     await client.put('trtllm/worker').value(JSON.stringify({ server_type: 'generation', url: worker.url }));
     await waitFor(() => server(worker.url)?.status === 'ready', 20_000, 'worker ready');
     expect(registry.list().map((s) => s.url)).toEqual([worker.url]);
-    expect(router.app.get(EtcdDiscovery).state().ignored_keys).toBe(3);
+    expect(cluster.router.app.get(EtcdDiscovery).state().ignored_keys).toBe(3);
     for (let i = 0; i < 3; i++) expect((await complete()).status).toBe(200);
     expect(stranger.received).toHaveLength(0);
   });
@@ -126,7 +123,7 @@ describe('etcd discovery', () => {
   it('a worker whose key was removed as dead registers again through its helper once it is back', async () => {
     let worker: SimWorker = await startSimWorker({ role: 'generation', tokenizer: 'bytes' });
     const port = worker.port;
-    const registration = await WorkerRegistration.start({ etcd: etcd.endpoint, url: worker.url, role: 'generation', ttlS: 30 });
+    const registration = await WorkerRegistration.start({ etcd: cluster.etcd.endpoint, url: worker.url, role: 'generation', ttlS: 30 });
     registrations.push(registration);
     await waitFor(() => server(worker.url)?.status === 'ready', 20_000, 'ready');
     await worker.close();

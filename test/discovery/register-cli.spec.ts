@@ -39,6 +39,19 @@ describe('register CLI', () => {
     expect(p.output()).toMatch(/SIGTERM: removing trtllm\/ctx-1/);
   });
 
+  it('a signal during registration waits for it; a second one quits at once', async () => {
+    // A port nothing listens on: the registration keeps retrying.
+    const p = runRegisterCli(cli.script, ['--etcd', '127.0.0.1:9', '--url', 'http://127.0.0.1:8003', '--role', 'context']);
+    running.push(p);
+    await waitFor(async () => /retrying/.test(p.output()), 20_000, 'first failed attempt');
+    p.child.kill('SIGTERM');
+    await waitFor(async () => /SIGTERM: removing the registration once etcd has it/.test(p.output()), 20_000, 'signal handled');
+    expect(p.child.exitCode).toBeNull();
+    p.child.kill('SIGTERM');
+    expect(await p.exited).toBeNull();
+    expect(p.child.signalCode).toBe('SIGTERM');
+  });
+
   it('a helper killed without cleanup loses its key when the lease expires', async () => {
     const p = runRegisterCli(cli.script, ['--etcd', etcd.endpoint, '--url', 'http://127.0.0.1:8002', '--role', 'generation', '--ttl', '2']);
     running.push(p);

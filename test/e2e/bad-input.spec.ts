@@ -1,16 +1,10 @@
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { describe, expect, it } from '@jest/globals';
 import { ServerRegistry } from '../../src/servers';
-import { startFakeCluster, type FakeCluster } from '../support/fake-cluster';
-import { postJson, type RunningRouter } from '../support/router-app';
+import { useFakeCluster } from '../support/router-cluster';
+import { postJson } from '../support/router-app';
 
 describe('bad input gets an OpenAI-style error with the right status', () => {
-  let cluster: FakeCluster;
-  let router: RunningRouter;
-  beforeAll(async () => {
-    cluster = await startFakeCluster({ limits: { max_body_bytes: 64 * 1024 } });
-    router = cluster.router;
-  });
-  afterAll(() => cluster?.close());
+  const cluster = useFakeCluster({ limits: { max_body_bytes: 64 * 1024 } });
 
   const cases: [string, string, unknown, number, string | null][] = [
     ['malformed JSON', '/v1/completions', '{"model": "m", "prompt": ', 400, null],
@@ -30,26 +24,26 @@ describe('bad input gets an OpenAI-style error with the right status', () => {
   ];
 
   it.each(cases)('%s', async (_name, path, body, status, param) => {
-    const res = await postJson(`${router.url}${path}`, body);
+    const res = await postJson(`${cluster.router.url}${path}`, body);
     expect(res.status).toBe(status);
     const error = res.json.error as Record<string, unknown>;
     expect(error).toEqual({ message: expect.any(String), type: 'invalid_request_error', param, code: expect.any(String) });
   });
 
   it('a body over the limit is 413', async () => {
-    const res = await postJson(`${router.url}/v1/completions`, { model: 'm', prompt: 'x'.repeat(100 * 1024) });
+    const res = await postJson(`${cluster.router.url}/v1/completions`, { model: 'm', prompt: 'x'.repeat(100 * 1024) });
     expect(res.status).toBe(413);
     expect((res.json.error as Record<string, unknown>).code).toBe('request_too_large');
   });
 
   it('a wrong content type is 415', async () => {
-    const res = await fetch(`${router.url}/v1/completions`, { method: 'POST', headers: { 'content-type': 'text/plain' }, body: 'hello' });
+    const res = await fetch(`${cluster.router.url}/v1/completions`, { method: 'POST', headers: { 'content-type': 'text/plain' }, body: 'hello' });
     expect(res.status).toBe(415);
     expect(((await res.json()) as { error: { type: string } }).error.type).toBe('invalid_request_error');
   });
 
   it('an unknown route is 404 JSON', async () => {
-    const res = await postJson(`${router.url}/v1/nothing`, {});
+    const res = await postJson(`${cluster.router.url}/v1/nothing`, {});
     expect(res.status).toBe(404);
     expect((res.json.error as Record<string, unknown>).type).toBe('not_found_error');
   });
@@ -57,6 +51,6 @@ describe('bad input gets an OpenAI-style error with the right status', () => {
   it('none of it reached a worker or left load behind', () => {
     expect(cluster.ctx.requests('/v1/completions')).toHaveLength(0);
     expect(cluster.gen.requests('/v1/completions')).toHaveLength(0);
-    expect(router.app.get(ServerRegistry).list().every((s) => s.activeRequests === 0)).toBe(true);
+    expect(cluster.router.app.get(ServerRegistry).list().every((s) => s.activeRequests === 0)).toBe(true);
   });
 });

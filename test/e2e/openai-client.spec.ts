@@ -1,20 +1,15 @@
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { beforeAll, describe, expect, it } from '@jest/globals';
 import OpenAI from 'openai';
-import { startSimCluster, type SimCluster } from '../../src/simulator';
-import { startRouter, type RunningRouter } from '../support/router-app';
+import { useRouterCluster } from '../support/router-cluster';
 
 describe('the official openai client through the router, against simulated workers', () => {
-  let cluster: SimCluster;
-  let router: RunningRouter;
-  let client: OpenAI;
-  beforeAll(async () => {
-    cluster = await startSimCluster({ context: 1, generation: 1, tokenizer: 'bytes' });
-    router = await startRouter({ context_servers: { urls: cluster.contextUrls }, generation_servers: { urls: cluster.generationUrls } });
-    client = new OpenAI({ baseURL: `${router.url}/v1`, apiKey: 'unused', maxRetries: 0 });
+  const cluster = useRouterCluster({
+    sim: { context: 1, generation: 1, tokenizer: 'bytes' },
+    config: (cluster) => ({ context_servers: { urls: cluster.sim.contextUrls }, generation_servers: { urls: cluster.sim.generationUrls } }),
   });
-  afterAll(async () => {
-    await router?.close();
-    await cluster?.close();
+  let client: OpenAI;
+  beforeAll(() => {
+    client = new OpenAI({ baseURL: `${cluster.router.url}/v1`, apiKey: 'unused', maxRetries: 0 });
   });
 
   it('streams a chat completion with usage', async () => {
@@ -40,8 +35,8 @@ describe('the official openai client through the router, against simulated worke
     // Same prompt, same text: the simulated worker is deterministic, and so is the flow.
     const again = await client.chat.completions.create({ model: 'sim-model', messages: [{ role: 'user', content: 'Tell me about disaggregated serving.' }], max_tokens: 8 });
     expect(again.choices[0].message.content).toBe(text);
-    expect(cluster.contextWorkers[0].stats.requests.byType.context_only).toBe(2);
-    expect(cluster.generationWorkers[0].stats.requests.byType.generation_only).toBe(2);
+    expect(cluster.sim.contextWorkers[0].stats.requests.byType.context_only).toBe(2);
+    expect(cluster.sim.generationWorkers[0].stats.requests.byType.generation_only).toBe(2);
   });
 
   it('serves a plain completion and lists models', async () => {

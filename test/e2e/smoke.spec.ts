@@ -1,13 +1,9 @@
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { startFakeCluster, type FakeCluster } from '../support/fake-cluster';
+import { describe, expect, it } from '@jest/globals';
+import { useFakeCluster } from '../support/router-cluster';
 import { postJson } from '../support/router-app';
 
 describe('smoke', () => {
-  let cluster: FakeCluster;
-  beforeAll(async () => {
-    cluster = await startFakeCluster();
-  });
-  afterAll(() => cluster?.close());
+  const cluster = useFakeCluster();
 
   it('serves a completion through both phases', async () => {
     const res = await postJson(`${cluster.router.url}/v1/completions`, { model: 'm', prompt: 'hello' });

@@ -1,5 +1,5 @@
 import { afterAll, afterEach, describe, expect, it } from '@jest/globals';
-import { HealthMonitor } from '../../src/health';
+import { ActiveHealthChecker } from '../../src/health';
 import { ServerRegistry, type ServerState } from '../../src/servers';
 import { startSimWorker, type SimWorker } from '../../src/simulator';
 import { FakeWorker, generationHandler } from '../support/fake-worker';
@@ -175,7 +175,7 @@ describe('health monitor (static servers)', () => {
     const other = await fake();
     router = await startRouter({ generation_servers: { urls: [worker.url, other.url] }, health: { ...HEALTH, interval_s: 60 } });
     const registry = router.app.get(ServerRegistry);
-    const monitor = router.app.get(HealthMonitor);
+    const monitor = router.app.get(ActiveHealthChecker);
     const server = serverOf(router, worker.url);
     registry.setStatus(server, 'draining');
     await monitor.checkAll();

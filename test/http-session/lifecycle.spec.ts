@@ -2,7 +2,8 @@ import { describe, expect, it } from '@jest/globals';
 import { Test } from '@nestjs/testing';
 import { buildConfig, AppConfigModule } from '../../src/config';
 import { HttpSessionClosedError, HttpSessionModule, HttpSessionProvider } from '../../src/http-session';
-import { ServerRegistry, ServerState, ServerStateFactory, ServersModule } from '../../src/servers';
+import { ServerRegistry } from '../../src/servers';
+import { WorkerClient, WorkerClientModule } from '../../src/worker-client';
 import { contextHandler, FakeWorker, generationHandler } from '../support/fake-worker';
 import { postJson, startRouter } from '../support/router-app';
 
@@ -16,23 +17,22 @@ describe('the HTTP session follows the app container', () => {
     expect(() => session.request({ origin: 'http://127.0.0.1:1', path: '/' })).toThrow('HttpSession is not open');
   });
 
-  it('a server state built before init does not crash, and works once the session opens', async () => {
+  it('a worker client built before init does not crash, and works once the session opens', async () => {
     const worker = await new FakeWorker(() => undefined).start();
     const moduleRef = await Test.createTestingModule({
-      imports: [AppConfigModule.forRoot({ config: buildConfig({ generation_servers: { urls: [worker.url] } }) }), HttpSessionModule.forRoot(), ServersModule],
+      imports: [AppConfigModule.forRoot({ config: buildConfig({ generation_servers: { urls: [worker.url] } }) }), HttpSessionModule.forRoot(), WorkerClientModule],
     }).compile();
     // compile() builds the providers; onModuleInit has not run yet.
-    const state: ServerState = moduleRef.get(ServerStateFactory).create({ url: worker.url, role: 'generation', source: 'config' });
+    const client = moduleRef.get(WorkerClient);
     expect(moduleRef.get(HttpSessionProvider).isOpen).toBe(false);
-    await expect(state.checkHealth(1000)).rejects.toThrow(HttpSessionClosedError);
-    expect(state.lastHealth).toBeUndefined();
+    for (const call of [client.health(worker.url, 1000), client.serverInfo(worker.url, 1000), client.drainKvEvents(worker.url, 1000), client.perfMetrics(worker.url, 1000)]) {
+      await expect(call).rejects.toThrow(HttpSessionClosedError);
+    }
     await moduleRef.init();
-    const health = await state.checkHealth(2000);
-    expect(health.ok).toBe(true);
+    expect((await client.health(worker.url, 2000)).ok).toBe(true);
     await moduleRef.close();
     // After destroy: a clear error, never a silent "unhealthy".
-    await expect(state.checkHealth(1000)).rejects.toThrow('HttpSession is not open (closed)');
-    expect(state.lastHealth?.ok).toBe(true);
+    await expect(client.health(worker.url, 1000)).rejects.toThrow('HttpSession is not open (closed)');
     await worker.close();
   });
 
@@ -47,6 +47,7 @@ describe('the HTTP session follows the app container', () => {
     expect(session.openSockets()).toBeGreaterThan(0);
     expect(ctx.sockets.size + gen.sockets.size).toBeGreaterThan(0);
     const registry = router.app.get(ServerRegistry);
+    const workers = router.app.get(WorkerClient);
     await router.close();
     expect(session.isOpen).toBe(false);
     expect(session.openSockets()).toBe(0);
@@ -55,7 +56,7 @@ describe('the HTTP session follows the app container', () => {
     const deadline = Date.now() + 5000;
     while (ctx.sockets.size + gen.sockets.size > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
     expect(ctx.sockets.size + gen.sockets.size).toBe(0);
-    await expect(registry.list()[0].checkHealth(1000)).rejects.toThrow(HttpSessionClosedError);
+    await expect(workers.health(registry.list()[0].url, 1000)).rejects.toThrow(HttpSessionClosedError);
     await ctx.close();
     await gen.close();
   });

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { blockHashChain } from '../../src/kv-cache/block-hash';
 import { v2Sha256Chain, v2Sha256x64Chain } from '../../src/kv-cache/block-hash-v2';
 import { cacheSaltId, cacheSaltIdOf } from '../../src/kv-cache/cache-salt';
-import { blockHashesFor, SUPPORTED_HASH_ALGOS } from '../../src/routing/kv/block-hashes';
+import { blockHashesFor, SUPPORTED_HASH_ALGOS } from '../../src/kv-cache/block-hashes';
 
 interface Vector {
   name: string;

@@ -1,10 +1,11 @@
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { beforeAll, describe, expect, it } from '@jest/globals';
 import { MetricsService } from '../../src/observability';
 import { InFlightRequests } from '../../src/observability/context/in-flight-requests';
 import { ServerRegistry, ServerState } from '../../src/servers';
 import { HttpSessionProvider } from '../../src/http-session';
-import { contextHandler, FakeWorker, generationHandler, json, type FakeHandler } from '../support/fake-worker';
-import { postJson, startRouter, waitFor, type RunningRouter } from '../support/router-app';
+import { contextHandler, generationHandler, json, type FakeHandler } from '../support/fake-worker';
+import { postJson, waitFor } from '../support/router-app';
+import { useRouterCluster } from '../support/router-cluster';
 import { parsePrometheusText, sampleValue, samplesOf, scrape } from './prom-text';
 import { RequestEvents } from '../../src/request-events';
 
@@ -32,32 +33,22 @@ function gatedGeneration(): { handler: FakeHandler; open: () => void; waiting: (
 }
 
 describe('GET /metrics', () => {
-  let ctx: FakeWorker;
-  let gen: FakeWorker;
-  let failing: FakeWorker;
-  let router: RunningRouter;
   const gated = gatedGeneration();
-
-  beforeAll(async () => {
-    ctx = await new FakeWorker(contextHandler()).start();
-    gen = await new FakeWorker(gated.handler).start();
-    failing = await new FakeWorker((_req, res) => json(res, 500, { error: 'boom' })).start();
-    router = await startRouter({
+  const cluster = useRouterCluster({
+    workers: { ctx: contextHandler(), gen: gated.handler, failing: (_req, res) => json(res, 500, { error: 'boom' }) },
+    config: (cluster) => ({
       max_retries: 1,
-      context_servers: { urls: [ctx.url] },
-      generation_servers: { urls: [gen.url] },
-    });
-    const registry = router.app.get(ServerRegistry);
+      context_servers: { urls: [cluster.ctx.url] },
+      generation_servers: { urls: [cluster.gen.url] },
+    }),
+  });
+  beforeAll(async () => {
+    const registry = cluster.router.app.get(ServerRegistry);
     await waitFor(() => registry.ready('generation').length === 1 && registry.ready('context').length === 1, 10_000, 'servers ready');
   });
 
-  afterAll(async () => {
-    await router?.close();
-    await Promise.all([ctx?.close(), gen?.close(), failing?.close()]);
-  });
-
   it('is valid Prometheus text with the router families', async () => {
-    const m = await scrape(router.url);
+    const m = await scrape(cluster.router.url);
     for (const name of ['requests_total', 'request_duration_seconds', 'time_to_first_token_seconds', 'context_phase_duration_seconds', 'overhead_seconds', 'routing_decisions_total', 'kv_matched_token_ratio', 'retries_total', 'upstream_errors_total', 'server_active_requests', 'server_active_tokens', 'healthy_servers', 'circuit_breaker_state', 'admission_queue_length', 'admission_rejections_total', 'kv_events_applied_total', 'kv_poll_errors_total', 'etcd_connected', 'http_requests_total']) {
       expect(m.has(NS + name)).toBe(true);
     }
@@ -70,24 +61,24 @@ describe('GET /metrics', () => {
   });
 
   it('counts requests and observes their phases by the right amounts', async () => {
-    const before = await scrape(router.url);
+    const before = await scrape(cluster.router.url);
     gated.open();
     for (let i = 0; i < 3; i++) {
-      const r = await postJson(`${router.url}/v1/completions`, { model: 'm', prompt: 'hello' });
+      const r = await postJson(`${cluster.router.url}/v1/completions`, { model: 'm', prompt: 'hello' });
       expect(r.status).toBe(200);
     }
-    const streamed = await fetch(`${router.url}/v1/chat/completions`, {
+    const streamed = await fetch(`${cluster.router.url}/v1/chat/completions`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
       body: JSON.stringify({ model: 'm', messages: [{ role: 'user', content: 'hi' }], stream: true }),
     });
     expect(streamed.status).toBe(200);
     expect(await streamed.text()).toContain('[DONE]');
-    const bad = await postJson(`${router.url}/v1/completions`, { prompt: 'no model' });
+    const bad = await postJson(`${cluster.router.url}/v1/completions`, { prompt: 'no model' });
     expect(bad.status).toBe(400);
-    for (const path of ['/no/such/route', '/another/unknown']) expect((await fetch(`${router.url}${path}`)).status).toBe(404);
+    for (const path of ['/no/such/route', '/another/unknown']) expect((await fetch(`${cluster.router.url}${path}`)).status).toBe(404);
 
-    const after = await scrape(router.url);
+    const after = await scrape(cluster.router.url);
     const delta = (name: string, labels: Record<string, string> = {}): number =>
       sampleValue(after, NS + name, labels) - sampleValue(before, NS + name, labels);
 
@@ -103,8 +94,8 @@ describe('GET /metrics', () => {
     const overhead = delta('overhead_seconds_sum');
     expect(overhead).toBeGreaterThan(0);
     expect(overhead).toBeLessThan(delta('request_duration_seconds_sum'));
-    expect(delta('routing_decisions_total', { role: 'context', policy: 'round_robin', server: ctx.url })).toBe(4);
-    expect(delta('routing_decisions_total', { role: 'generation', server: gen.url })).toBe(4);
+    expect(delta('routing_decisions_total', { role: 'context', policy: 'round_robin', server: cluster.ctx.url })).toBe(4);
+    expect(delta('routing_decisions_total', { role: 'generation', server: cluster.gen.url })).toBe(4);
     // Every HTTP answer, including the rejected body that never reached the flow.
     expect(delta('http_requests_total', { method: 'POST', route: '/v1/completions', status: '200' })).toBe(3);
     expect(delta('http_requests_total', { method: 'POST', route: '/v1/completions', status: '400' })).toBe(1);
@@ -117,24 +108,24 @@ describe('GET /metrics', () => {
   it('reads per-server load at scrape time', async () => {
     // A closed gate for this test only.
     const local = gatedGeneration();
-    gen.handler = local.handler;
-    const pending = postJson(`${router.url}/v1/completions`, { model: 'm', prompt: 'hold on' });
+    cluster.gen.handler = local.handler;
+    const pending = postJson(`${cluster.router.url}/v1/completions`, { model: 'm', prompt: 'hold on' });
     await waitFor(() => local.waiting() === 1, 10_000, 'generation request waiting');
-    const during = await scrape(router.url);
-    expect(sampleValue(during, `${NS}server_active_requests`, { role: 'generation', server: gen.url })).toBe(1);
-    expect(sampleValue(during, `${NS}server_active_requests`, { role: 'context', server: ctx.url })).toBe(0);
+    const during = await scrape(cluster.router.url);
+    expect(sampleValue(during, `${NS}server_active_requests`, { role: 'generation', server: cluster.gen.url })).toBe(1);
+    expect(sampleValue(during, `${NS}server_active_requests`, { role: 'context', server: cluster.ctx.url })).toBe(0);
     local.open();
     expect((await pending).status).toBe(200);
-    const after = await scrape(router.url);
-    expect(sampleValue(after, `${NS}server_active_requests`, { role: 'generation', server: gen.url })).toBe(0);
+    const after = await scrape(cluster.router.url);
+    expect(sampleValue(after, `${NS}server_active_requests`, { role: 'generation', server: cluster.gen.url })).toBe(0);
   });
 
   it('counts a client that left as 499 and forgets every finished request', async () => {
     const hold = gatedGeneration();
-    gen.handler = hold.handler;
-    const before = await scrape(router.url);
+    cluster.gen.handler = hold.handler;
+    const before = await scrape(cluster.router.url);
     const abort = new AbortController();
-    const pending = fetch(`${router.url}/v1/completions`, {
+    const pending = fetch(`${cluster.router.url}/v1/completions`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
       body: JSON.stringify({ model: 'm', prompt: 'leaving', stream: true }),
@@ -144,64 +135,64 @@ describe('GET /metrics', () => {
     abort.abort();
     await pending;
     const key = { endpoint: '/v1/completions', status: '499' };
-    await waitFor(async () => sampleValue(await scrape(router.url), `${NS}requests_total`, key) > sampleValue(before, `${NS}requests_total`, key), 10_000, '499 counted');
+    await waitFor(async () => sampleValue(await scrape(cluster.router.url), `${NS}requests_total`, key) > sampleValue(before, `${NS}requests_total`, key), 10_000, '499 counted');
     hold.open();
-    const inFlight = router.app.get(InFlightRequests);
+    const inFlight = cluster.router.app.get(InFlightRequests);
     await waitFor(() => inFlight.size === 0, 5_000, 'no request left in flight');
-    const after = await scrape(router.url);
+    const after = await scrape(cluster.router.url);
     // No latency is reported for an answer nobody received.
     expect(sampleValue(after, `${NS}request_duration_seconds_count`)).toBe(sampleValue(before, `${NS}request_duration_seconds_count`));
   });
 
   it('counts retries and upstream errors of a failing server', async () => {
-    gen.handler = generationHandler();
-    const registry = router.app.get(ServerRegistry);
-    const bad = registry.add({ url: failing.url, role: 'generation', source: 'admin' });
+    cluster.gen.handler = generationHandler();
+    const registry = cluster.router.app.get(ServerRegistry);
+    const bad = registry.add({ url: cluster.failing.url, role: 'generation', source: 'admin' });
     registry.setStatus(bad, 'ready');
-    const before = await scrape(router.url);
+    const before = await scrape(cluster.router.url);
     // Round robin over two servers: at least one of two requests tries the failing one first.
-    for (let i = 0; i < 2; i++) expect((await postJson(`${router.url}/v1/completions`, { model: 'm', prompt: 'x' })).status).toBe(200);
-    const after = await scrape(router.url);
+    for (let i = 0; i < 2; i++) expect((await postJson(`${cluster.router.url}/v1/completions`, { model: 'm', prompt: 'x' })).status).toBe(200);
+    const after = await scrape(cluster.router.url);
     const delta = (name: string, labels: Record<string, string>): number =>
       sampleValue(after, NS + name, labels) - sampleValue(before, NS + name, labels);
     // Each call the failing server got is one upstream error and one retry elsewhere.
-    const failedCalls = failing.requests('/v1/completions').length;
+    const failedCalls = cluster.failing.requests('/v1/completions').length;
     expect(failedCalls).toBeGreaterThanOrEqual(1);
     expect(delta('retries_total', { role: 'generation' })).toBe(failedCalls);
-    expect(delta('upstream_errors_total', { role: 'generation', server: failing.url, kind: 'status_5xx' })).toBe(failedCalls);
+    expect(delta('upstream_errors_total', { role: 'generation', server: cluster.failing.url, kind: 'status_5xx' })).toBe(failedCalls);
     expect(delta('requests_total', { endpoint: '/v1/completions', status: '200' })).toBe(2);
 
     // A removed server's series go away with it.
     registry.remove(bad);
-    await waitFor(async () => samplesOf(await scrape(router.url), `${NS}upstream_errors_total`).every((s) => s.labels.server !== failing.url), 5_000, 'series dropped');
-    const gone = await scrape(router.url);
-    expect(samplesOf(gone, `${NS}routing_decisions_total`).some((s) => s.labels.server === failing.url)).toBe(false);
-    expect(samplesOf(gone, `${NS}server_active_requests`).some((s) => s.labels.server === failing.url)).toBe(false);
+    await waitFor(async () => samplesOf(await scrape(cluster.router.url), `${NS}upstream_errors_total`).every((s) => s.labels.server !== cluster.failing.url), 5_000, 'series dropped');
+    const gone = await scrape(cluster.router.url);
+    expect(samplesOf(gone, `${NS}routing_decisions_total`).some((s) => s.labels.server === cluster.failing.url)).toBe(false);
+    expect(samplesOf(gone, `${NS}server_active_requests`).some((s) => s.labels.server === cluster.failing.url)).toBe(false);
   });
 
   it('keeps label cardinality bounded when unknown servers and reasons appear', async () => {
-    const events = router.app.get(RequestEvents);
-    const metrics = router.app.get(MetricsService);
-    const session = router.app.get(HttpSessionProvider);
+    const events = cluster.router.app.get(RequestEvents);
+    const metrics = cluster.router.app.get(MetricsService);
+    const session = cluster.router.app.get(HttpSessionProvider);
     for (let i = 0; i < 50; i++) {
-      const stranger = new ServerState({ url: `http://10.0.0.${i}:9000`, role: 'generation', source: 'etcd' }, session);
+      const stranger = new ServerState({ url: `http://10.0.0.${i}:9000`, role: 'generation', source: 'etcd' });
       events.emit('upstreamFailure', { requestId: `r${i}`, role: 'generation', server: stranger, kind: 'connect', detail: 'refused' });
       events.emit('routed', { role: 'generation', server: stranger, policy: `policy_${i}` });
       metrics.kvPollError(`10.0.1.${i}:8000`);
       metrics.kvEventsApplied(`http://10.0.2.${i}:8000`, 3);
       metrics.admissionRejected(`reason_${i}`);
     }
-    metrics.kvEventsApplied(ctx.url, 2);
+    metrics.kvEventsApplied(cluster.ctx.url, 2);
     metrics.admissionRejected('queue full with spaces');
-    const m = await scrape(router.url);
+    const m = await scrape(cluster.router.url);
     const servers = (name: string): Set<string> => new Set(samplesOf(m, NS + name).map((s) => s.labels.server));
     for (const name of ['upstream_errors_total', 'routing_decisions_total', 'kv_poll_errors_total', 'kv_events_applied_total']) {
-      for (const s of servers(name)) expect([ctx.url, gen.url, 'other']).toContain(s);
+      for (const s of servers(name)) expect([cluster.ctx.url, cluster.gen.url, 'other']).toContain(s);
     }
     expect(sampleValue(m, `${NS}upstream_errors_total`, { server: 'other', kind: 'connect' })).toBe(50);
     expect(sampleValue(m, `${NS}kv_poll_errors_total`, { server: 'other' })).toBe(50);
     expect(sampleValue(m, `${NS}kv_events_applied_total`, { server: 'other' })).toBe(150);
-    expect(sampleValue(m, `${NS}kv_events_applied_total`, { server: ctx.url })).toBe(2);
+    expect(sampleValue(m, `${NS}kv_events_applied_total`, { server: cluster.ctx.url })).toBe(2);
     expect(samplesOf(m, `${NS}admission_rejections_total`).length).toBeLessThanOrEqual(17);
     expect(sampleValue(m, `${NS}admission_rejections_total`)).toBe(51);
     expect(sampleValue(m, `${NS}admission_rejections_total`, { reason: 'other' })).toBe(51 - 16);
@@ -209,34 +200,28 @@ describe('GET /metrics', () => {
   });
 
   it('reports what other modules tell it', async () => {
-    const metrics = router.app.get(MetricsService);
+    const metrics = cluster.router.app.get(MetricsService);
     metrics.setQueueLength(7);
     metrics.setQueueLength(2, 'generation');
     metrics.setEtcdConnected(true);
-    const m = await scrape(router.url, '/prometheus/metrics');
+    const m = await scrape(cluster.router.url, '/prometheus/metrics');
     expect(sampleValue(m, `${NS}admission_queue_length`, { queue: 'router' })).toBe(7);
     expect(sampleValue(m, `${NS}admission_queue_length`, { queue: 'generation' })).toBe(2);
     expect(sampleValue(m, `${NS}etcd_connected`)).toBe(1);
-    expect(sampleValue(m, `${NS}circuit_breaker_state`, { server: gen.url, state: 'closed' })).toBe(1);
+    expect(sampleValue(m, `${NS}circuit_breaker_state`, { server: cluster.gen.url, state: 'closed' })).toBe(1);
   });
 });
 
 describe('metrics.enabled: false', () => {
-  let gen: FakeWorker;
-  let router: RunningRouter;
-  beforeAll(async () => {
-    gen = await new FakeWorker(generationHandler()).start();
-    router = await startRouter({ generation_servers: { urls: [gen.url] }, metrics: { enabled: false } });
-  });
-  afterAll(async () => {
-    await router?.close();
-    await gen?.close();
+  const cluster = useRouterCluster({
+    workers: { gen: generationHandler() },
+    config: (cluster) => ({ generation_servers: { urls: [cluster.gen.url] }, metrics: { enabled: false } }),
   });
 
   it('serves no /metrics', async () => {
-    expect((await fetch(`${router.url}/metrics`)).status).toBe(404);
-    expect((await fetch(`${router.url}/prometheus/metrics`)).status).toBe(404);
-    expect((await fetch(`${router.url}/health`)).status).not.toBe(404);
+    expect((await fetch(`${cluster.router.url}/metrics`)).status).toBe(404);
+    expect((await fetch(`${cluster.router.url}/prometheus/metrics`)).status).toBe(404);
+    expect((await fetch(`${cluster.router.url}/health`)).status).not.toBe(404);
   });
 });
 

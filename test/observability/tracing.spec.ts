@@ -1,8 +1,8 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
 import { RequestTracing, tracingOptions } from '../../src/observability/tracing';
-import { startFakeCluster, type FakeCluster } from '../support/fake-cluster';
-import { contextHandler, FakeWorker, generationHandler, json } from '../support/fake-worker';
-import { postJson, startRouter, waitFor, type RunningRouter } from '../support/router-app';
+import { useFakeCluster, useRouterCluster } from '../support/router-cluster';
+import { contextHandler, generationHandler, json } from '../support/fake-worker';
+import { postJson, waitFor } from '../support/router-app';
 import { OtlpReceiver, type ReceivedSpan } from './support/otlp-receiver';
 
 const CLIENT_TRACE = '4bf92f3577b34da6a3ce929d0e0e4736';
@@ -28,17 +28,12 @@ describe('tracing options', () => {
 
 describe('tracing to an OTLP/HTTP receiver', () => {
   let receiver: OtlpReceiver;
-  let cluster: FakeCluster;
-
   beforeAll(async () => {
     receiver = await new OtlpReceiver().start();
-    cluster = await startFakeCluster({ otlp_config: { otlp_traces_endpoint: `${receiver.url}/v1/traces` } });
   });
-
-  afterAll(async () => {
-    await cluster?.close();
-    await receiver?.close();
-  });
+  const cluster = useFakeCluster(() => ({ otlp_config: { otlp_traces_endpoint: `${receiver.url}/v1/traces` } }));
+  // After the cluster's: the router flushes its spans while it closes.
+  afterAll(() => receiver?.close());
 
   afterEach(() => {
     receiver.spans.length = 0;
@@ -98,61 +93,43 @@ describe('tracing to an OTLP/HTTP receiver', () => {
 
 describe('tracing of a retried call', () => {
   let receiver: OtlpReceiver;
-  let ctx: FakeWorker;
-  let gen: FakeWorker;
-  let failing: FakeWorker;
-  let router: RunningRouter;
-
   beforeAll(async () => {
     receiver = await new OtlpReceiver().start();
-    ctx = await new FakeWorker(contextHandler()).start();
-    gen = await new FakeWorker(generationHandler()).start();
-    failing = await new FakeWorker((_req, res) => json(res, 500, { error: 'boom' })).start();
-    router = await startRouter({
+  });
+  const cluster = useRouterCluster({
+    workers: { ctx: contextHandler(), gen: generationHandler(), failing: (_req, res) => json(res, 500, { error: 'boom' }) },
+    config: ({ ctx, gen, failing }) => ({
       max_retries: 1,
       otlp_config: { otlp_traces_endpoint: `${receiver.url}/v1/traces` },
       context_servers: { urls: [failing.url, ctx.url], router: { type: 'round_robin' } },
       generation_servers: { urls: [gen.url] },
-    });
+    }),
   });
-
-  afterAll(async () => {
-    await router?.close();
-    await Promise.all([ctx?.close(), gen?.close(), failing?.close()]);
-    await receiver?.close();
-  });
+  afterAll(() => receiver?.close());
 
   it('records the failed attempt as an error span and the retry as attributes', async () => {
     // Round robin over two servers: one of two requests tries the failing one first.
     const traces = ['a', 'b'].map((c) => c.repeat(32));
     for (const t of traces) {
-      const r = await postJson(`${router.url}/v1/completions`, { model: 'm', prompt: 'x' }, { traceparent: `00-${t}-${CLIENT_SPAN}-01` });
+      const r = await postJson(`${cluster.router.url}/v1/completions`, { model: 'm', prompt: 'x' }, { traceparent: `00-${t}-${CLIENT_SPAN}-01` });
       expect(r.status).toBe(200);
     }
-    await router.app.get(RequestTracing).flush();
+    await cluster.router.app.get(RequestTracing).flush();
     await waitFor(() => receiver.spans.filter((s) => s.name.startsWith('POST')).length === 2, 10_000, 'two request spans');
     const retried = receiver.spans.find((s) => s.name.startsWith('POST') && s.attributes['disagg.retries'] === 1)!;
     expect(retried).toBeDefined();
     const calls = receiver.spans.filter((s) => s.traceId === retried.traceId && s.name === 'context call');
     expect(calls.map((c) => [c.attributes['disagg.server'], c.attributes['disagg.retries'], c.status?.code ?? 0])).toEqual([
-      [failing.url, 0, 2],
-      [ctx.url, 1, 0],
+      [cluster.failing.url, 0, 2],
+      [cluster.ctx.url, 1, 0],
     ]);
-    expect(failing.received.at(-1)!.headers.traceparent).toContain(calls[0].spanId);
-    expect(ctx.received.at(-1)!.headers.traceparent).toContain(calls[1].spanId);
+    expect(cluster.failing.received.at(-1)!.headers.traceparent).toContain(calls[0].spanId);
+    expect(cluster.ctx.received.at(-1)!.headers.traceparent).toContain(calls[1].spanId);
   });
 });
 
 describe('tracing off (the default)', () => {
-  let cluster: FakeCluster;
-
-  beforeAll(async () => {
-    cluster = await startFakeCluster();
-  });
-
-  afterAll(async () => {
-    await cluster?.close();
-  });
+  const cluster = useFakeCluster();
 
   it('sends no traceparent of its own and starts no tracer', async () => {
     expect(cluster.router.app.get(RequestTracing).enabled).toBe(false);

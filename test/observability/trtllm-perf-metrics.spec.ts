@@ -1,7 +1,7 @@
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { startSimCluster, type SimCluster } from '../../src/simulator';
+import { beforeAll, describe, expect, it } from '@jest/globals';
 import { steadyNowSeconds } from '../../src/observability/perf/steady-clock';
-import { postJson, startRouter, waitFor, type RunningRouter } from '../support/router-app';
+import { postJson, waitFor } from '../support/router-app';
+import { useRouterCluster } from '../support/router-cluster';
 
 interface Timing { arrival_time: number; first_token_time: number; last_token_time: number }
 interface WorkerEntry { ctx_request_id: number; perf_metrics: { timing_metrics: Timing } }
@@ -19,44 +19,41 @@ const SKEW_S = 1000;
 // perf_metrics_max_requests: TensorRT-LLM's /perf_metrics, end to end against simulated workers
 // that serve their own /perf_metrics and /steady_clock_offset.
 describe("GET /perf_metrics in TensorRT-LLM's format", () => {
-  let cluster: SimCluster;
-  let router: RunningRouter;
-
-  beforeAll(async () => {
-    cluster = await startSimCluster({ context: 1, generation: 1, latency: 'zero' });
+  const cluster = useRouterCluster({
+    sim: { context: 1, generation: 1, latency: 'zero' },
     // Workers whose steady clocks are far off: only the router's alignment brings them in line.
-    for (const url of [...cluster.contextUrls, ...cluster.generationUrls]) {
-      const res = await postJson(`${url}/steady_clock_offset`, { offset: SKEW_S });
-      expect(res.status).toBe(200);
-    }
-    router = await startRouter({
+    beforeRouter: async (cluster) => {
+      for (const url of [...cluster.sim.contextUrls, ...cluster.sim.generationUrls]) {
+        const res = await postJson(`${url}/steady_clock_offset`, { offset: SKEW_S });
+        expect(res.status).toBe(200);
+      }
+    },
+    config: (cluster) => ({
       perf_metrics_max_requests: 10,
-      context_servers: { urls: cluster.contextUrls },
-      generation_servers: { urls: cluster.generationUrls },
-    });
+      context_servers: { urls: cluster.sim.contextUrls },
+      generation_servers: { urls: cluster.sim.generationUrls },
+    }),
+  });
+  beforeAll(async () => {
     // The router aligns each worker once it is ready; wait until both report the router's time.
     const aligned = async (url: string): Promise<boolean> => {
       const { receive_ts } = (await (await fetch(`${url}/steady_clock_offset`)).json()) as { receive_ts: number };
       return Math.abs(receive_ts - steadyNowSeconds()) < SKEW_S / 2;
     };
-    await waitFor(async () => (await aligned(cluster.contextUrls[0])) && (await aligned(cluster.generationUrls[0])), 10_000, 'clocks aligned');
-  });
-  afterAll(async () => {
-    await router?.close();
-    await cluster?.close();
+    await waitFor(async () => (await aligned(cluster.sim.contextUrls[0])) && (await aligned(cluster.sim.generationUrls[0])), 10_000, 'clocks aligned');
   });
 
   it('joins the workers metrics by ctx_request_id, on clocks aligned with the router', async () => {
     for (let i = 0; i < 3; i++) {
-      const res = await postJson(`${router.url}/v1/completions`, { model: 'sim-model', prompt: `hello ${i}`, max_tokens: 3, stream: i === 1 });
+      const res = await postJson(`${cluster.router.url}/v1/completions`, { model: 'sim-model', prompt: `hello ${i}`, max_tokens: 3, stream: i === 1 });
       expect(res.status).toBe(200);
     }
-    const res = await fetch(`${router.url}/perf_metrics`);
+    const res = await fetch(`${cluster.router.url}/perf_metrics`);
     expect(res.status).toBe(200);
     const entries = (await res.json()) as Entry[];
     expect(entries).toHaveLength(3);
-    const ctxServer = cluster.contextUrls[0].replace('http://', '');
-    const genServer = cluster.generationUrls[0].replace('http://', '');
+    const ctxServer = cluster.sim.contextUrls[0].replace('http://', '');
+    const genServer = cluster.sim.generationUrls[0].replace('http://', '');
     for (const e of entries) {
       expect(Object.keys(e).sort()).toEqual(['ctx_perf_metrics', 'ctx_server', 'disagg_server_arrival_time', 'disagg_server_first_token_time', 'gen_perf_metrics', 'gen_server']);
       expect(e).toMatchObject({ ctx_server: ctxServer, gen_server: genServer });
@@ -69,6 +66,6 @@ describe("GET /perf_metrics in TensorRT-LLM's format", () => {
     }
     expect(new Set(entries.map((e) => e.gen_perf_metrics.ctx_request_id)).size).toBe(3);
     // Reading takes them.
-    expect(await (await fetch(`${router.url}/perf_metrics`)).json()).toEqual([]);
+    expect(await (await fetch(`${cluster.router.url}/perf_metrics`)).json()).toEqual([]);
   });
 });

@@ -1,8 +1,8 @@
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from '@jest/globals';
+import { afterAll, afterEach, beforeEach, describe, expect, it } from '@jest/globals';
 import type { ServerResponse } from 'node:http';
-import { contextHandler, FakeWorker, generationHandler, type FakeHandler } from '../support/fake-worker';
-import { startFakeCluster, type FakeCluster } from '../support/fake-cluster';
-import { waitFor, type RunningRouter } from '../support/router-app';
+import { contextHandler, generationHandler, type FakeHandler } from '../support/fake-worker';
+import { waitFor } from '../support/router-app';
+import { useFakeCluster } from '../support/router-cluster';
 import { COUNTING, CountingPolicyModule, ledger } from './support/counting-policy';
 import { expectSettled } from './support/leaks';
 
@@ -26,30 +26,22 @@ const partialJsonThenHold: FakeHandler = (_req, res: ServerResponse) => {
  * disconnect must not leave anything behind that disturbs the next request.
  */
 describe('client disconnect aborts upstream calls and finishes each reservation once', () => {
-  let ctx: FakeWorker;
-  let gen: FakeWorker;
-  let router: RunningRouter;
-  let cluster: FakeCluster;
-  beforeAll(async () => {
-    cluster = await startFakeCluster({ context_servers: COUNTING, generation_servers: COUNTING }, [CountingPolicyModule]);
-    ({ ctx, gen, router } = cluster);
-  });
+  const cluster = useFakeCluster({ context_servers: COUNTING, generation_servers: COUNTING }, { imports: [CountingPolicyModule] });
   afterAll(async () => {
-    await cluster.close();
-    // The router's connections to the workers are gone with the app.
-    await waitFor(() => ctx.sockets.size === 0 && gen.sockets.size === 0, 5_000, 'worker sockets closed');
+    // Runs after the cluster closed: the router's connections to the workers are gone with the app.
+    await waitFor(() => cluster.ctx.sockets.size === 0 && cluster.gen.sockets.size === 0, 5_000, 'worker sockets closed');
   });
   beforeEach(() => {
     ledger.reset();
-    ctx.aborted = 0;
-    gen.aborted = 0;
-    ctx.received.length = 0;
-    gen.received.length = 0;
+    cluster.ctx.aborted = 0;
+    cluster.gen.aborted = 0;
+    cluster.ctx.received.length = 0;
+    cluster.gen.received.length = 0;
   });
   afterEach(async () => {
-    ctx.handler = contextHandler();
-    gen.handler = generationHandler();
-    await expectSettled(router);
+    cluster.ctx.handler = contextHandler();
+    cluster.gen.handler = generationHandler();
+    await expectSettled(cluster.router);
   });
 
   /** Starts a request and aborts it once `when` holds; resolves after the client gave up. */
@@ -57,7 +49,7 @@ describe('client disconnect aborts upstream calls and finishes each reservation 
     const client = new AbortController();
     const done = (async () => {
       try {
-        const res = await fetch(`${router.url}/v1/completions`, {
+        const res = await fetch(`${cluster.router.url}/v1/completions`, {
           method: 'POST',
           headers: { 'content-type': 'application/json' },
           body: JSON.stringify({ ...body, stream }),
@@ -75,25 +67,25 @@ describe('client disconnect aborts upstream calls and finishes each reservation 
   }
 
   it('during the context call: the context call is aborted, generation never starts', async () => {
-    ctx.handler = hang;
-    await leaveWhen(false, () => ctx.requests('/v1/completions').length === 1);
-    await waitFor(() => ctx.aborted === 1, 5_000, 'context call aborted upstream');
-    expect(gen.requests('/v1/completions')).toHaveLength(0);
-    await expectSettled(router);
+    cluster.ctx.handler = hang;
+    await leaveWhen(false, () => cluster.ctx.requests('/v1/completions').length === 1);
+    await waitFor(() => cluster.ctx.aborted === 1, 5_000, 'context call aborted upstream');
+    expect(cluster.gen.requests('/v1/completions')).toHaveLength(0);
+    await expectSettled(cluster.router);
     expect(ledger.picks.size).toBe(1);
   });
 
   it('between the phases (generation not yet answering): the generation call is aborted', async () => {
-    gen.handler = hang;
-    await leaveWhen(true, () => gen.requests('/v1/completions').length === 1);
-    await waitFor(() => gen.aborted === 1, 5_000, 'generation call aborted upstream');
-    expect(ctx.aborted).toBe(0);
-    await expectSettled(router);
+    cluster.gen.handler = hang;
+    await leaveWhen(true, () => cluster.gen.requests('/v1/completions').length === 1);
+    await waitFor(() => cluster.gen.aborted === 1, 5_000, 'generation call aborted upstream');
+    expect(cluster.ctx.aborted).toBe(0);
+    await expectSettled(cluster.router);
     expect(ledger.picks.size).toBe(2);
   });
 
   it('mid-stream: the upstream stream is aborted', async () => {
-    gen.handler = firstChunkThenHold;
+    cluster.gen.handler = firstChunkThenHold;
     let gotChunk = false;
     await leaveWhen(true, () => gotChunk, async (res) => {
       const reader = res.body!.getReader();
@@ -101,19 +93,19 @@ describe('client disconnect aborts upstream calls and finishes each reservation 
       gotChunk = true;
       await reader.read();
     });
-    await waitFor(() => gen.aborted === 1, 5_000, 'generation stream aborted upstream');
-    await expectSettled(router);
+    await waitFor(() => cluster.gen.aborted === 1, 5_000, 'generation stream aborted upstream');
+    await expectSettled(cluster.router);
   });
 
   it('while a non-streamed answer is being read: the upstream call is aborted', async () => {
-    gen.handler = partialJsonThenHold;
-    await leaveWhen(false, () => gen.requests('/v1/completions').length === 1);
-    await waitFor(() => gen.aborted === 1, 5_000, 'generation call aborted upstream');
-    await expectSettled(router);
+    cluster.gen.handler = partialJsonThenHold;
+    await leaveWhen(false, () => cluster.gen.requests('/v1/completions').length === 1);
+    await waitFor(() => cluster.gen.aborted === 1, 5_000, 'generation call aborted upstream');
+    await expectSettled(cluster.router);
   });
 
   it('the router still serves normally afterwards', async () => {
-    const res = await fetch(`${router.url}/v1/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    const res = await fetch(`${cluster.router.url}/v1/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
     expect(res.status).toBe(200);
     expect(((await res.json()) as { choices: unknown[] }).choices).toHaveLength(1);
   });

@@ -1,28 +1,22 @@
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { startSimCluster, type SimCluster, type SimWorker } from '../../src/simulator';
-import { postJson, startRouter, waitFor, type RunningRouter } from '../support/router-app';
+import { describe, expect, it } from '@jest/globals';
+import type { SimWorker } from '../../src/simulator';
+import { postJson, waitFor } from '../support/router-app';
+import { useRouterCluster } from '../support/router-cluster';
 import { allIdle, totalServed } from './support/sim-helpers';
 
 describe('conversation ids the way clients send them, through the app', () => {
-  let cluster: SimCluster;
-  let router: RunningRouter;
-
-  beforeAll(async () => {
-    cluster = await startSimCluster({ context: 0, generation: 3, tokenizer: 'bytes' });
-    router = await startRouter({ generation_servers: { urls: cluster.generationUrls, router: { type: 'conversation', tokens_per_block: 16 } } });
-  });
-  afterAll(async () => {
-    await router?.close();
-    await cluster?.close();
+  const cluster = useRouterCluster({
+    sim: { context: 0, generation: 3, tokenizer: 'bytes' },
+    config: (cluster) => ({ generation_servers: { urls: cluster.sim.generationUrls, router: { type: 'conversation', tokens_per_block: 16 } } }),
   });
 
   async function servedBy(body: Record<string, unknown>, headers: Record<string, string> = {}): Promise<SimWorker> {
-    const before = cluster.generationWorkers.map(totalServed);
-    const res = await postJson(`${router.url}/v1/chat/completions`, { model: 'm', max_tokens: 1, ...body }, headers);
+    const before = cluster.sim.generationWorkers.map(totalServed);
+    const res = await postJson(`${cluster.router.url}/v1/chat/completions`, { model: 'm', max_tokens: 1, ...body }, headers);
     expect(res.status).toBe(200);
-    const changed = cluster.generationWorkers.filter((w, i) => totalServed(w) !== before[i]);
+    const changed = cluster.sim.generationWorkers.filter((w, i) => totalServed(w) !== before[i]);
     expect(changed).toHaveLength(1);
-    await waitFor(() => allIdle(router.app), 10_000, 'idle');
+    await waitFor(() => allIdle(cluster.router.app), 10_000, 'idle');
     return changed[0];
   }
   // Unrelated short turns: nothing but the id can tie them together.

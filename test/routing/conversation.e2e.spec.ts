@@ -1,26 +1,20 @@
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { describe, expect, it } from '@jest/globals';
 import { ConversationRouter } from '../../src/routing';
 import { ServerRegistry } from '../../src/servers';
-import { startSimCluster, type SimCluster, type SimWorker } from '../../src/simulator';
-import { postJson, startRouter, waitFor, type RunningRouter } from '../support/router-app';
+import type { SimWorker } from '../../src/simulator';
+import { postJson, waitFor } from '../support/router-app';
+import { useRouterCluster } from '../support/router-cluster';
 import { allIdle, routerOf, stateOf, totalServed } from './support/sim-helpers';
 
 describe('conversation routing through the app', () => {
-  let cluster: SimCluster;
-  let router: RunningRouter;
+  const cluster = useRouterCluster({
+    sim: { context: 0, generation: 3, tokenizer: 'bytes' },
+    config: (cluster) => ({ generation_servers: { urls: cluster.sim.generationUrls, router: { type: 'conversation', tokens_per_block: 16 } } }),
+  });
   const system = 'You are a careful assistant who answers in full sentences. '.repeat(4);
 
-  beforeAll(async () => {
-    cluster = await startSimCluster({ context: 0, generation: 3, tokenizer: 'bytes' });
-    router = await startRouter({ generation_servers: { urls: cluster.generationUrls, router: { type: 'conversation', tokens_per_block: 16 } } });
-  });
-  afterAll(async () => {
-    await router?.close();
-    await cluster?.close();
-  });
-
   const chat = (messages: { role: string; content: string }[], conversationId?: string) =>
-    postJson(`${router.url}/v1/chat/completions`, {
+    postJson(`${cluster.router.url}/v1/chat/completions`, {
       model: 'm',
       messages,
       max_tokens: 2,
@@ -29,11 +23,11 @@ describe('conversation routing through the app', () => {
 
   /** Which worker served the request just made (exactly one count went up). */
   async function servedBy(run: () => Promise<{ status: number }>): Promise<SimWorker> {
-    const before = cluster.generationWorkers.map(totalServed);
+    const before = cluster.sim.generationWorkers.map(totalServed);
     expect((await run()).status).toBe(200);
-    const changed = cluster.generationWorkers.filter((w, i) => totalServed(w) !== before[i]);
+    const changed = cluster.sim.generationWorkers.filter((w, i) => totalServed(w) !== before[i]);
     expect(changed).toHaveLength(1);
-    await waitFor(() => allIdle(router.app), 10_000, 'idle');
+    await waitFor(() => allIdle(cluster.router.app), 10_000, 'idle');
     return changed[0];
   }
 
@@ -56,9 +50,9 @@ describe('conversation routing through the app', () => {
 
   it("forgets a removed server's conversations", async () => {
     const home = await servedBy(() => chat([{ role: 'user', content: 'remember me' }], 'conv-B'));
-    const registry = router.app.get(ServerRegistry);
-    registry.remove(stateOf(router.app, 'generation', home.url));
-    const conv = routerOf(router.app) as ConversationRouter;
+    const registry = cluster.router.app.get(ServerRegistry);
+    registry.remove(stateOf(cluster.router.app, 'generation', home.url));
+    const conv = routerOf(cluster.router.app) as ConversationRouter;
     expect(conv.sessionServer('conv-B')).toBeUndefined();
     const next = await servedBy(() => chat([{ role: 'user', content: 'still there?' }], 'conv-B'));
     expect(next).not.toBe(home);

@@ -5,7 +5,7 @@ import { KvCacheAwareRouter, kvCacheAwareArgs } from '../../src/routing';
 import { ServerState } from '../../src/servers';
 import { startSimCluster, type SimCluster } from '../../src/simulator';
 import { postJson, startRouter, waitFor, type RunningRouter } from '../support/router-app';
-import { request, tokens } from './support/policy-harness';
+import { kvRoom, request, tokens } from './support/policy-harness';
 import { allIdle, confirmsPrefix, holdsPrefix, served, stateOf, totalServed } from './support/sim-helpers';
 
 const TPB = 32;
@@ -80,8 +80,10 @@ describe('kv_cache_aware against simulated workers', () => {
     const w = cluster.generationWorkers[0];
     w.kv.clear();
     const session = new HttpSessionProvider(DEFAULT_HTTP_SESSION_OPTIONS);
-    const state = new ServerState({ url: w.url, role: 'generation', source: 'config' }, session);
-    const kv = new KvCacheAwareRouter();
+    const state = new ServerState({ url: w.url, role: 'generation', source: 'config' });
+    const room = kvRoom(session);
+    room.workers.attach(state);
+    const kv = new KvCacheAwareRouter(room.poller);
     kv.init({ policy: 'kv_cache_aware', role: 'generation', args: kvCacheAwareArgs.parse({ tokens_per_block: TPB, tokenizer: 'bytes', tokenizer_threads: 0, track_routed_blocks: false, kv_events_poll_interval_s: 0.05 }) });
     kv.addServer(state);
     try {

@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it } from '@jest/globals';
 import { blockHashChain } from '../../src/kv-cache/block-hash';
 import { KvCacheAwareRouter, NoServerAvailableError } from '../../src/routing';
 import { getTokenizer } from '../../src/tokenizer';
-import { cacheBlocks, makeRouter, request, servers, tokens } from './support/policy-harness';
+import { cacheBlocks, kvRoom, makeRouter, request, servers, tokens } from './support/policy-harness';
 
 const TPB = 4;
 
@@ -11,7 +11,7 @@ describe('kv_cache_aware scoring', () => {
   const make = (args: Record<string, unknown> = {}, n = 3) => {
     const s = servers(n);
     const r = makeRouter(
-      new KvCacheAwareRouter(),
+      new KvCacheAwareRouter(kvRoom().poller),
       'kv_cache_aware',
       { use_tokens: false, max_batch_size: 4, tokens_per_block: TPB, tokenizer: 'bytes', tokenizer_threads: 0, backfill_block_hashes_on_finish: false, kv_events_poll_interval_s: 0, kv_events_timeout_s: 1, ...args },
       s,

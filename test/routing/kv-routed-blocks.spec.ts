@@ -2,9 +2,9 @@ import { afterEach, describe, expect, it } from '@jest/globals';
 import { blockHashChain } from '../../src/kv-cache/block-hash';
 import { v2Sha256Chain } from '../../src/kv-cache/block-hash-v2';
 import { cacheSaltId } from '../../src/kv-cache/cache-salt';
-import { applyKvEvents, KvCacheAwareRouter, kvCacheAwareArgs } from '../../src/routing';
-import { KvBlockTable } from '../../src/servers';
-import { makeRouter, request, servers, tokens } from './support/policy-harness';
+import { applyKvEvents, KvBlockTable } from '../../src/kv-cache';
+import { KvCacheAwareRouter, kvCacheAwareArgs } from '../../src/routing';
+import { kvRoom, makeRouter, request, servers, tokens } from './support/policy-harness';
 
 const TPB = 4;
 
@@ -13,7 +13,7 @@ describe('kv_cache_aware: routed-block tracking, load_weight, load_cap, adopted 
   const make = (args: Record<string, unknown> = {}, n = 2) => {
     const s = servers(n);
     const parsed = kvCacheAwareArgs.parse({ tokens_per_block: TPB, tokenizer: 'bytes', tokenizer_threads: 0, kv_events_timeout_s: 1, ...args });
-    const r = makeRouter(new KvCacheAwareRouter(), 'kv_cache_aware', parsed, s);
+    const r = makeRouter(new KvCacheAwareRouter(kvRoom().poller), 'kv_cache_aware', parsed, s);
     routers.push(r);
     return { s, r };
   };

@@ -4,7 +4,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { createRouterApp } from '../../src/app.factory';
 import { buildConfig } from '../../src/config';
-import { startFakeCluster, type FakeCluster } from '../support/fake-cluster';
+import { useFakeCluster, type FakeClusterHandle } from '../support/router-cluster';
 import { postJson } from '../support/router-app';
 import { fixtureCases, fixtureDir } from './support/fixtures';
 
@@ -24,7 +24,7 @@ function fakeHubCache(root: string, repoIds: Record<string, string>): void {
   }
 }
 
-async function send(cluster: FakeCluster, kind: string, body: Record<string, unknown>): Promise<Record<string, unknown>> {
+async function send(cluster: FakeClusterHandle, kind: string, body: Record<string, unknown>): Promise<Record<string, unknown>> {
   const before = cluster.ctx.received.length;
   const res = await postJson(`${cluster.router.url}/v1/${kind === 'chat' ? 'chat/completions' : 'completions'}`, { max_tokens: 4, ...body });
   expect(res.status).toBe(200);
@@ -35,17 +35,15 @@ async function send(cluster: FakeCluster, kind: string, body: Record<string, unk
 
 describe('workers receive the ids of the model tokenizer', () => {
   let cache: string;
-  let cluster: FakeCluster;
   const savedCache = process.env.HF_HUB_CACHE;
 
-  beforeAll(async () => {
+  beforeAll(() => {
     cache = mkdtempSync(path.join(os.tmpdir(), 'hf-hub-'));
     fakeHubCache(cache, Object.fromEntries(MODELS.map((m) => [`test-org/${m}`, m])));
     process.env.HF_HUB_CACHE = cache;
-    cluster = await startFakeCluster({ context_servers: { router: kvRouter() }, generation_servers: { router: { type: 'round_robin' } } });
   });
-  afterAll(async () => {
-    await cluster?.close();
+  const cluster = useFakeCluster({ context_servers: { router: kvRouter() }, generation_servers: { router: { type: 'round_robin' } } });
+  afterAll(() => {
     if (savedCache === undefined) delete process.env.HF_HUB_CACHE;
     else process.env.HF_HUB_CACHE = savedCache;
     rmSync(cache, { recursive: true, force: true });
@@ -75,13 +73,7 @@ describe('workers receive the ids of the model tokenizer', () => {
 });
 
 describe('tokenizer_dir', () => {
-  let cluster: FakeCluster;
-  beforeAll(async () => {
-    cluster = await startFakeCluster({ context_servers: { router: kvRouter({ tokenizer_dir: fixtureDir('gemma3') }) }, generation_servers: { router: { type: 'round_robin' } } });
-  });
-  afterAll(async () => {
-    await cluster?.close();
-  });
+  const cluster = useFakeCluster({ context_servers: { router: kvRouter({ tokenizer_dir: fixtureDir('gemma3') }) }, generation_servers: { router: { type: 'round_robin' } } });
 
   it('tokenizes every model with the configured tokenizer', async () => {
     for (const c of fixtureCases('gemma3').filter((x) => CASES.includes(x.name))) {

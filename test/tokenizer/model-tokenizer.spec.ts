@@ -1,5 +1,5 @@
 import { afterAll, describe, expect, it } from '@jest/globals';
-import { PromptTokenizer } from '../../src/routing';
+import { PromptTokenizer } from '../../src/tokenizer';
 import { request } from '../routing/support/policy-harness';
 import { FIXTURE_MODELS, fixtureCases, fixtureDir } from './support/fixtures';
 

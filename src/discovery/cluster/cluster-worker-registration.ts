@@ -2,6 +2,7 @@ import type { Etcd3, Lease } from 'etcd3';
 // Not the config barrel: the register helper must load without Nest.
 import type { ServerRole } from '../../config/server-role';
 import { createEtcdClient } from '../etcd-client';
+import { putOnLease, quietLease, RetryLoop, revokeOrDelete } from '../lease-registration';
 import { etcdHostsOf, newWorkerId, workerKey, workerRecord } from './cluster-keys';
 
 export interface ClusterWorkerOptions {
@@ -37,6 +38,7 @@ export class ClusterWorkerRegistration {
   private lease?: Lease;
   private timer?: NodeJS.Timeout;
   private stopped = false;
+  private readonly retry = new RetryLoop(RETRY_MS, () => this.stopped);
 
   private constructor(private readonly options: ClusterWorkerOptions) {
     this.workerId = newWorkerId(options.role, options.host, options.port);
@@ -60,7 +62,7 @@ export class ClusterWorkerRegistration {
     if (this.stopped) return;
     this.stopHeartbeats();
     if (this.etcd) {
-      await this.lease?.revoke().catch(() => this.etcd!.delete().key(this.key).exec().catch(() => undefined));
+      await revokeOrDelete(this.etcd, this.lease, this.key);
       this.etcd.close();
     } else {
       await this.http('DELETE', `delete?key=${encodeURIComponent(this.key)}`).catch(() => undefined);
@@ -78,42 +80,30 @@ export class ClusterWorkerRegistration {
   private stopHeartbeats(): void {
     this.stopped = true;
     clearTimeout(this.timer);
-    this.lease?.removeAllListeners();
-    this.lease?.on('lost', () => undefined);
+    this.retry.cancel();
+    if (this.lease) quietLease(this.lease);
   }
 
   private async registerUntilDone(): Promise<void> {
-    while (!this.stopped) {
-      try {
-        if (await this.register()) return;
-        this.log(`registration of ${this.workerId} refused; retrying`);
-      } catch (err) {
-        this.log(`cannot register ${this.workerId} yet (${(err as Error).message}); retrying`);
-      }
-      await new Promise((r) => setTimeout(r, RETRY_MS));
-    }
+    await this.retry.until(
+      () => this.register(),
+      (err) => this.log(err ? `cannot register ${this.workerId} yet (${err.message}); retrying` : `registration of ${this.workerId} refused; retrying`),
+    );
   }
 
   private async register(): Promise<boolean> {
     const { host, port, role } = this.options;
     const value = workerRecord(this.workerId, host, port, role);
     if (this.etcd) {
-      const lease = this.etcd.lease(Math.max(1, Math.ceil(this.ttlS)), { autoKeepAlive: true });
-      lease.on('lost', () => {
-        if (this.stopped || this.lease !== lease) return;
-        this.log(`lease of ${this.key} lost; registering again`);
-        this.lease = undefined;
-        void this.registerUntilDone();
+      this.lease = await putOnLease(this.etcd, this.key, value, {
+        ttlS: Math.max(1, Math.ceil(this.ttlS)),
+        onLost: (lease) => {
+          if (this.stopped || this.lease !== lease) return;
+          this.log(`lease of ${this.key} lost; registering again`);
+          this.lease = undefined;
+          void this.registerUntilDone();
+        },
       });
-      try {
-        await lease.put(this.key).value(value).exec();
-      } catch (err) {
-        lease.removeAllListeners();
-        lease.on('lost', () => undefined);
-        await lease.revoke().catch(() => undefined);
-        throw err;
-      }
-      this.lease = lease;
     } else {
       const res = await this.http('POST', 'set', { key: this.key, value, ttl: Math.ceil(this.ttlS), overwrite_if_exists: true });
       if (res.status !== 200) return false;

@@ -1,6 +1,7 @@
 import { Inject, Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy, OnModuleInit } from '@nestjs/common';
 import { APP_CONFIG, type DisaggClusterConfig, type AppConfig, type ServerRole } from '../../config';
 import { ClusterStatus, ServerRegistry, type Readiness } from '../../servers';
+import { ServerKeyReconciler } from '../server-key-reconciler';
 import { etcdHostsOf, parseWorkerRecord, workerInfoJson, workerKeyPrefix, type ClusterWorker } from './cluster-keys';
 import { EtcdClusterWatch } from './etcd-cluster-watch';
 import { MemoryClusterStorage } from './memory-cluster-storage';
@@ -20,9 +21,7 @@ export class DisaggClusterDiscovery implements OnModuleInit, OnApplicationBootst
   private readonly logger = new Logger(DisaggClusterDiscovery.name);
   private readonly cluster?: DisaggClusterConfig;
   private readonly prefix: string;
-  private readonly workers = new Map<string, ClusterWorker>();
-  /** Keys whose value names no worker, with the reason (logged once per change). */
-  private readonly ignored = new Map<string, string>();
+  private readonly keys: ServerKeyReconciler<ClusterWorker>;
   private etcd?: EtcdClusterWatch;
   private readonly cleanup: Array<() => void> = [];
 
@@ -34,6 +33,14 @@ export class DisaggClusterDiscovery implements OnModuleInit, OnApplicationBootst
   ) {
     this.cluster = config.disagg_cluster;
     this.prefix = workerKeyPrefix(this.cluster?.cluster_name ?? '');
+    this.keys = new ServerKeyReconciler<ClusterWorker>({
+      registry,
+      source: 'cluster',
+      logger: this.logger,
+      keyLabel: 'disagg_cluster key',
+      describeJoin: (_key, w) => `${w.role} worker ${w.workerId} joined at ${w.url} (${this.counts()})`,
+      describeLeave: (_key, w) => `${w.role} worker ${w.workerId} at ${w.url} left (${this.counts()})`,
+    });
   }
 
   get enabled(): boolean {
@@ -87,52 +94,24 @@ export class DisaggClusterDiscovery implements OnModuleInit, OnApplicationBootst
   }
 
   private currentWorkers(): Record<string, unknown> {
-    const of = (role: ServerRole): Record<string, unknown>[] => [...this.workers.values()].filter((w) => w.role === role).map(workerInfoJson);
+    const of = (role: ServerRole): Record<string, unknown>[] => [...this.keys.entries.values()].filter((w) => w.role === role).map(workerInfoJson);
     return { context_servers: of('context'), generation_servers: of('generation') };
   }
 
   private onSet(key: string, value: string): void {
     if (!key.startsWith(`${this.prefix}/`)) return;
     const parsed = parseWorkerRecord(value);
-    const previous = this.workers.get(key);
-    if (!parsed.ok) {
-      if (this.ignored.get(key) !== parsed.reason) this.logger.warn(`disagg_cluster key ${key} ignored: ${parsed.reason}`);
-      this.ignored.set(key, parsed.reason);
-      if (previous) this.leave(key, previous);
-      return;
-    }
-    this.ignored.delete(key);
-    const worker = parsed.worker;
-    if (previous && previous.url === worker.url && previous.role === worker.role) {
-      // Registered again (e.g. after its key expired): a server removed meanwhile comes back.
-      if (!this.registry.findByUrl(worker.role, worker.url)) this.registry.add({ url: worker.url, role: worker.role, source: 'cluster' });
-      return;
-    }
-    if (previous) this.leave(key, previous);
-    this.workers.set(key, worker);
-    this.logger.log(`${worker.role} worker ${worker.workerId} joined at ${worker.url} (${this.counts()})`);
-    this.registry.add({ url: worker.url, role: worker.role, source: 'cluster' });
+    this.keys.put(key, parsed.ok ? { ok: true, entry: parsed.worker } : parsed);
   }
 
   private onDelete(key: string): void {
-    this.ignored.delete(key);
-    const worker = this.workers.get(key);
-    if (worker) this.leave(key, worker);
-  }
-
-  /** Removes a key's worker unless another key still names the same server. */
-  private leave(key: string, worker: ClusterWorker): void {
-    this.workers.delete(key);
-    this.logger.log(`${worker.role} worker ${worker.workerId} at ${worker.url} left (${this.counts()})`);
-    for (const other of this.workers.values()) if (other.role === worker.role && other.url === worker.url) return;
-    const server = this.registry.findByUrl(worker.role, worker.url);
-    if (server?.source === 'cluster') this.registry.remove(server);
+    this.keys.delete(key);
   }
 
   private counts(): string {
     const min = this.cluster!.minimal_instances;
     let ctx = 0;
-    for (const w of this.workers.values()) if (w.role === 'context') ctx++;
-    return `context ${ctx}/${min.context_servers}, generation ${this.workers.size - ctx}/${min.generation_servers}`;
+    for (const w of this.keys.entries.values()) if (w.role === 'context') ctx++;
+    return `context ${ctx}/${min.context_servers}, generation ${this.keys.entries.size - ctx}/${min.generation_servers}`;
   }
 }

@@ -1,7 +1,7 @@
 import { Logger } from '@nestjs/common';
 import { EventEmitter } from 'node:events';
 import type { Etcd3, IKeyValue, Watcher } from 'etcd3';
-import { createEtcdClient } from '../etcd-client';
+import { cancelWatcher, createEtcdClient } from '../etcd-client';
 import type { ClusterStorageEvents } from './memory-cluster-storage';
 
 const RETRY_MS = 1_000;
@@ -88,10 +88,7 @@ export class EtcdClusterWatch extends EventEmitter<ClusterStorageEvents> {
   private async dropWatcher(): Promise<void> {
     const watcher = this.watcher;
     this.watcher = undefined;
-    if (!watcher) return;
-    watcher.removeAllListeners();
-    watcher.on('error', () => undefined);
-    await Promise.race([watcher.cancel().catch(() => undefined), new Promise((r) => setTimeout(r, RETRY_MS).unref())]);
+    await cancelWatcher(watcher, RETRY_MS);
   }
 
   private onSet(key: string, value: string): void {

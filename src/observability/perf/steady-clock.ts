@@ -1,4 +1,4 @@
-import type { AxiosInstance } from 'axios';
+import type { WorkerClient } from '../../worker-client';
 
 /** The steady clock in seconds (CLOCK_MONOTONIC, the clock of Python's time.monotonic on Linux). */
 export function steadyNowSeconds(): number {
@@ -13,20 +13,19 @@ export type AlignResult = { ok: true; offset: number; delay: number } | { ok: fa
  * and transmit times, the NTP formula gives the offset, and POST {offset: -offset} makes the
  * worker add it to the times it reports.
  */
-export async function alignSteadyClock(http: AxiosInstance, baseUrl: string, timeoutMs: number): Promise<AlignResult> {
-  const url = `${baseUrl}/steady_clock_offset`;
+export async function alignSteadyClock(workers: WorkerClient, baseUrl: string, timeoutMs: number): Promise<AlignResult> {
   try {
     const originate = steadyNowSeconds();
-    const res = await http.get<{ receive_ts?: unknown; transmit_ts?: unknown }>(url, { timeout: timeoutMs, validateStatus: () => true });
+    const reading = await workers.readSteadyClock(baseUrl, timeoutMs);
     const destination = steadyNowSeconds();
-    const { receive_ts: receive, transmit_ts: transmit } = res.data ?? {};
-    if (res.status !== 200 || typeof receive !== 'number' || typeof transmit !== 'number') {
-      return { ok: false, reason: `GET answered ${res.status}` };
+    const { receiveTs: receive, transmitTs: transmit } = reading;
+    if (reading.status !== 200 || receive === undefined || transmit === undefined) {
+      return { ok: false, reason: `GET answered ${reading.status}` };
     }
     const delay = destination - originate - (transmit - receive);
     const offset = (receive - originate + (transmit - destination)) / 2;
-    const set = await http.post(url, { offset: -offset }, { timeout: timeoutMs, validateStatus: () => true });
-    if (set.status !== 200) return { ok: false, reason: `POST answered ${set.status}` };
+    const status = await workers.setSteadyClockOffset(baseUrl, -offset, timeoutMs);
+    if (status !== 200) return { ok: false, reason: `POST answered ${status}` };
     return { ok: true, offset, delay };
   } catch (err) {
     return { ok: false, reason: (err as Error).message };

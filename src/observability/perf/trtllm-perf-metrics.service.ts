@@ -1,7 +1,7 @@
 import { Inject, Injectable, Logger, OnModuleDestroy, OnModuleInit } from '@nestjs/common';
 import { APP_CONFIG, type AppConfig } from '../../config';
-import { HttpSessionProvider } from '../../http-session';
 import { ServerRegistry, type ServerEvent, type ServerState } from '../../servers';
+import { WorkerClient } from '../../worker-client';
 import { InFlightRequests } from '../context/in-flight-requests';
 import { phaseDurations } from '../metrics/request-timings';
 import { alignSteadyClock, steadyNowSeconds } from './steady-clock';
@@ -48,7 +48,7 @@ export class TrtllmPerfMetrics implements OnModuleInit, OnModuleDestroy {
     private readonly events: RequestEvents,
     private readonly inFlight: InFlightRequests,
     private readonly registry: ServerRegistry,
-    private readonly session: HttpSessionProvider,
+    private readonly workers: WorkerClient,
   ) {
     this.capacity = config.perf_metrics_max_requests;
   }
@@ -123,10 +123,10 @@ export class TrtllmPerfMetrics implements OnModuleInit, OnModuleDestroy {
     const known = this.workerMetrics.get(key) ?? new Map<number, unknown>();
     this.workerMetrics.set(key, known);
     try {
-      const res = await this.session.axios.get<unknown>(`${server.url}/perf_metrics`, { timeout: this.config.health.timeout_s * 1000 });
-      if (!Array.isArray(res.data)) return;
+      const data = await this.workers.perfMetrics(server.url, this.config.health.timeout_s * 1000);
+      if (!Array.isArray(data)) return;
       // Bounded as TensorRT-LLM bounds it: at most max requests kept per worker.
-      for (const entry of res.data.slice(0, Math.max(0, this.capacity - known.size))) {
+      for (const entry of data.slice(0, Math.max(0, this.capacity - known.size))) {
         const id = (entry as { ctx_request_id?: unknown } | null)?.ctx_request_id;
         if (typeof id === 'number') known.set(id, entry);
       }
@@ -141,7 +141,7 @@ export class TrtllmPerfMetrics implements OnModuleInit, OnModuleDestroy {
   }
 
   private async align(server: ServerState): Promise<void> {
-    const result = await alignSteadyClock(this.session.axios, server.url, this.config.health.timeout_s * 1000);
+    const result = await alignSteadyClock(this.workers, server.url, this.config.health.timeout_s * 1000);
     if (result.ok) this.logger.log(`${server.url}: steady clock offset ${result.offset.toFixed(6)} s (delay ${result.delay.toFixed(6)} s)`);
     else this.logger.warn(`${server.url}: cannot align its steady clock (${result.reason}); its perf metrics times may be off`);
   }

@@ -1,11 +1,9 @@
 import { z } from 'zod';
-import { blockHashChain } from '../../kv-cache/block-hash';
-import type { BlockKey, ServerState } from '../../servers';
+import { blockHashChain, BlockHashTrie, type BlockKey } from '../../kv-cache';
+import type { ServerState } from '../../servers';
+import { codePoints, PromptTokenizer, requestText, tokenListsInBody, type PromptTokens } from '../../tokenizer';
 import { BaseRouter } from '../base-router';
 import { conversationIdOf } from '../conversation-id';
-import { BlockHashTrie } from '../kv/block-hash-trie';
-import { PromptTokenizer, type PromptTokens } from '../kv/prompt-tokenizer';
-import { codePoints, requestText, tokenListsInBody } from '../kv/prompt-tokens';
 import type { GetNextServerOptions, RouteResult, RoutingRequest } from '../router.interface';
 import { RoutingPolicy } from '../routing-policy.decorator';
 import { LeastLoadedPicker } from './least-loaded';

@@ -1,12 +1,9 @@
 import { Inject, Logger, Optional } from '@nestjs/common';
 import { z } from 'zod';
-import { cacheSaltIdOf } from '../../kv-cache/cache-salt';
-import type { BlockKey, ServerState } from '../../servers';
+import { blockHashesFor, cacheSaltIdOf, KvEventPoller, paddedTokens, TokensPerBlock, workerTokensPerBlock, type BlockKey } from '../../kv-cache';
+import type { ServerState } from '../../servers';
+import { PromptTokenizer } from '../../tokenizer';
 import { BaseRouter } from '../base-router';
-import { blockHashesFor, paddedTokens } from '../kv/block-hashes';
-import { isPolling, pollKvEvents } from '../kv/kv-event-poller';
-import { PromptTokenizer } from '../kv/prompt-tokenizer';
-import { TokensPerBlock, workerTokensPerBlock } from '../kv/tokens-per-block';
 import type { GetNextServerOptions, RouteResult, RoutingRequest } from '../router.interface';
 import { ROUTED_BLOCKS_SINK, type RoutedBlocksSink } from '../routed-blocks-sink';
 import { RoutingPolicy } from '../routing-policy.decorator';
@@ -50,7 +47,7 @@ interface Routed {
  * skipped, the highest score wins, ties go round robin. The table holds what the server's KV
  * cache events say plus, with `track_routed_blocks`, the blocks of prompts it just answered,
  * recorded synchronously when the request finishes so the very next request can follow them.
- * Finishing a request then polls that server's `/kv_cache_events` through the shared session.
+ * Finishing a request then polls that server's `/kv_cache_events` (the KV room's poller).
  */
 @RoutingPolicy('kv_cache_aware', kvCacheAwareArgs)
 export class KvCacheAwareRouter extends BaseRouter<KvCacheAwareArgs> {
@@ -62,7 +59,10 @@ export class KvCacheAwareRouter extends BaseRouter<KvCacheAwareArgs> {
   private blockSize!: TokensPerBlock;
   private timer?: NodeJS.Timeout;
 
-  constructor(@Optional() @Inject(ROUTED_BLOCKS_SINK) private readonly sink?: RoutedBlocksSink) {
+  constructor(
+    private readonly kvEvents: KvEventPoller,
+    @Optional() @Inject(ROUTED_BLOCKS_SINK) private readonly sink?: RoutedBlocksSink,
+  ) {
     super();
   }
 
@@ -167,7 +167,7 @@ export class KvCacheAwareRouter extends BaseRouter<KvCacheAwareArgs> {
     } else if (success) {
       this.sink?.routed(server, server.kvHashAlgo, [], 0);
     }
-    if (this.eventsAligned(server)) await pollKvEvents(server, this.args.kv_events_timeout_s * 1000);
+    if (this.eventsAligned(server)) await this.kvEvents.poll(server.url, this.args.kv_events_timeout_s * 1000);
   }
 
   /** A worker whose block size differs from the router's publishes events no hash can match. */
@@ -181,7 +181,7 @@ export class KvCacheAwareRouter extends BaseRouter<KvCacheAwareArgs> {
 
   private pollAll(): void {
     for (const server of this.servers) {
-      if (!isPolling(server) && this.eventsAligned(server)) void pollKvEvents(server, this.args.kv_events_timeout_s * 1000);
+      if (!this.kvEvents.isPolling(server.url) && this.eventsAligned(server)) void this.kvEvents.poll(server.url, this.args.kv_events_timeout_s * 1000);
     }
   }
 

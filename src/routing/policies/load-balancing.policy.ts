@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import type { ServerState } from '../../servers';
+import { PromptTokenizer } from '../../tokenizer';
 import { BaseRouter } from '../base-router';
-import { PromptTokenizer } from '../kv/prompt-tokenizer';
 import type { GetNextServerOptions, RouteResult, RoutingRequest } from '../router.interface';
 import { RoutingPolicy } from '../routing-policy.decorator';
 import { LeastLoadedPicker } from './least-loaded';

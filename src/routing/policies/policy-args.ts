@@ -1,6 +1,5 @@
 import { z } from 'zod';
-import { isTokenizerName, TOKENIZER_NAMES } from '../../tokenizer';
-import { loadModelTokenizer } from '../kv/model-tokenizers';
+import { isTokenizerName, loadModelTokenizer, TOKENIZER_NAMES } from '../../tokenizer';
 
 /**
  * A built-in tokenizer for every model (the simulator's: its ids are only right for the

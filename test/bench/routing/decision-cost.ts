@@ -1,10 +1,11 @@
 import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
 import { blockHashChain } from '../../../src/kv-cache/block-hash';
 import { DEFAULT_HTTP_SESSION_OPTIONS, HttpSessionProvider } from '../../../src/http-session';
-import { ConversationRouter, KvCacheAwareRouter, LoadBalancingRouter, PromptTokenizer, RoundRobinRouter, type BaseRouter, type RoutingRequest } from '../../../src/routing';
+import { ConversationRouter, KvCacheAwareRouter, LoadBalancingRouter, RoundRobinRouter, type BaseRouter, type RoutingRequest } from '../../../src/routing';
 import { ServerState } from '../../../src/servers';
-import { getTokenizer } from '../../../src/tokenizer';
+import { getTokenizer, PromptTokenizer } from '../../../src/tokenizer';
 import { runScript } from '../lib/run-script';
+import { kvRoom } from '../../routing/support/policy-harness';
 
 /**
  * What one routing decision costs on the event loop for an 8k-token prompt given as token
@@ -22,7 +23,7 @@ const session = new HttpSessionProvider(DEFAULT_HTTP_SESSION_OPTIONS); // never 
 const ids = Array.from({ length: TOKENS }, (_, i) => 1000 + ((i * 7919) % 100_000));
 
 function states(): ServerState[] {
-  const list = Array.from({ length: SERVERS }, (_, i) => new ServerState({ url: `http://127.0.0.1:${20000 + i}`, role: 'generation', source: 'config' }, session));
+  const list = Array.from({ length: SERVERS }, (_, i) => new ServerState({ url: `http://127.0.0.1:${20000 + i}`, role: 'generation', source: 'config' }));
   list.forEach((s, i) => {
     const table = s.kvTable();
     for (let b = 0; b < 4000; b++) table.add(BigInt(i * 1_000_000 + b));
@@ -62,12 +63,12 @@ async function tokenizationCost(): Promise<string[]> {
   const rows: string[] = [];
   for (const threads of [0, 1]) {
     const tok = new PromptTokenizer({ tokenizer: 'qwen3', tokenizer_threads: threads });
-    await tok.tokenize({ id: 'warm', kind: 'completion', body: { prompt: text } });
+    await tok.tokenize({ kind: 'completion', body: { prompt: text } });
     const h = monitorEventLoopDelay({ resolution: 1 });
     h.enable();
     const t0 = performance.now();
     for (let i = 0; i < 20; i++) {
-      await tok.tokenize({ id: `t${i}`, kind: 'completion', body: { prompt: text + i } });
+      await tok.tokenize({ kind: 'completion', body: { prompt: text + i } });
       await new Promise((r) => setImmediate(r));
     }
     const per = (performance.now() - t0) / 20;
@@ -83,7 +84,7 @@ async function main(): Promise<void> {
   const rows = [
     await measure('round_robin', new RoundRobinRouter(), {}),
     await measure('load_balancing', new LoadBalancingRouter(), { use_tokens: true, ...base }),
-    await measure('kv_cache_aware', new KvCacheAwareRouter(), { use_tokens: false, max_batch_size: 64, tokens_per_block: 32, backfill_block_hashes_on_finish: false, kv_events_poll_interval_s: 0, kv_events_timeout_s: 1, ...base }),
+    await measure('kv_cache_aware', new KvCacheAwareRouter(kvRoom(session).poller), { use_tokens: false, max_batch_size: 64, tokens_per_block: 32, backfill_block_hashes_on_finish: false, kv_events_poll_interval_s: 0, kv_events_timeout_s: 1, ...base }),
     await measure('conversation', new ConversationRouter(), { match_threshold: 0.75, tokens_per_block: 128, use_token_ids: false, hash_skip_count: 0, max_sessions: 100_000, ...base }),
   ];
   process.stdout.write(`routing decision for a ${TOKENS}-token prompt given as token ids, ${SERVERS} servers, ${ITER} decisions:\n\n`);

@@ -1,7 +1,8 @@
 import { Inject, Module, type DynamicModule } from '@nestjs/common';
 import { z } from 'zod';
 import { blockHashChain } from '../../../src/kv-cache/block-hash';
-import { BaseRouter, LeastLoadedPicker, PromptTokenizer, RoutingPolicy, type GetNextServerOptions, type RouteResult, type RoutingRequest } from '../../../src/routing';
+import { PromptTokenizer } from '../../../src/tokenizer';
+import { BaseRouter, LeastLoadedPicker, RoutingPolicy, type GetNextServerOptions, type RouteResult, type RoutingRequest } from '../../../src/routing';
 import type { SimWorker } from '../../../src/simulator';
 
 const ORACLE_WORKERS = Symbol('ORACLE_WORKERS');

@@ -1,6 +1,6 @@
 import { performance } from 'node:perf_hooks';
 import { blockHashChain } from '../../../src/kv-cache/block-hash';
-import { KvBlockTable } from '../../../src/servers';
+import { KvBlockTable } from '../../../src/kv-cache';
 import { startSimCluster, type FaultRule, type SimCluster, type SimWorker } from '../../../src/simulator';
 import { startRouter, waitFor, type RunningRouter } from '../../support/router-app';
 import { runScript } from '../lib/run-script';

@@ -9,6 +9,7 @@ const CLI_SOURCES = [
   'config/server-role.ts',
   'discovery/etcd-client.ts',
   'discovery/etcd-server-entry.ts',
+  'discovery/lease-registration.ts',
   'discovery/worker-registration.ts',
   'discovery/cluster/cluster-keys.ts',
   'discovery/cluster/cluster-worker-registration.ts',

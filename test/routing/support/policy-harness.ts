@@ -1,18 +1,28 @@
 import { DEFAULT_HTTP_SESSION_OPTIONS, HttpSessionProvider } from '../../../src/http-session';
 import type { BaseRouter } from '../../../src/routing';
 import type { RequestKind, RoutingRequest } from '../../../src/routing';
-import { ServerState, type BlockKey } from '../../../src/servers';
-import { blockHashChain } from '../../../src/kv-cache/block-hash';
+import { blockHashChain, KvEventApplier, KvEventPoller, KvWorkers, POLL_EVERY_WORKER, PUBLISH_NOWHERE, type BlockKey } from '../../../src/kv-cache';
+import { ServerState } from '../../../src/servers';
+import { WorkerClient } from '../../../src/worker-client';
 
 /** A session that is never opened: policies under unit test must not need the network. */
 export function closedSession(): HttpSessionProvider {
   return new HttpSessionProvider(DEFAULT_HTTP_SESSION_OPTIONS);
 }
 
+/**
+ * The KV room wired by hand, as KvCacheModule wires it (policies under unit test are built
+ * without Nest): attach states to `workers` for the events polled over `session` to reach them.
+ */
+export function kvRoom(session = closedSession()): { workers: KvWorkers; poller: KvEventPoller } {
+  const workers = new KvWorkers();
+  return { workers, poller: new KvEventPoller(new WorkerClient(session), new KvEventApplier(workers), POLL_EVERY_WORKER, PUBLISH_NOWHERE) };
+}
+
 let nextPort = 9100;
 /** States of distinct (never contacted) servers. */
-export function servers(n: number, role: 'context' | 'generation' = 'generation', session = closedSession()): ServerState[] {
-  return Array.from({ length: n }, () => new ServerState({ url: `http://127.0.0.1:${nextPort++}`, role, source: 'config' }, session));
+export function servers(n: number, role: 'context' | 'generation' = 'generation'): ServerState[] {
+  return Array.from({ length: n }, () => new ServerState({ url: `http://127.0.0.1:${nextPort++}`, role, source: 'config' }));
 }
 
 export function makeRouter<R extends BaseRouter>(router: R, policy: string, args: Record<string, unknown>, list: ServerState[], role: 'context' | 'generation' = 'generation'): R {

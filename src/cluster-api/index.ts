@@ -1,0 +1,2 @@
+export * from './cluster-api.module';
+export * from './cluster.controller';

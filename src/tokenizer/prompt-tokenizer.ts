@@ -1,0 +1,130 @@
+import { getTokenizer } from './builtin-tokenizers';
+import { renderQwen3Chat } from './chatml-template';
+import type { ChatMessage } from './text-tokenizer';
+import { ChatTemplateError, type ChatTemplateInput } from './hf/chat-template';
+import type { PromptRequest } from './prompt-request';
+import { loadModelTokenizer, ModelTokenizerResolver, type ModelTokenizer } from './model-tokenizers';
+import { chatRendersPlainly, promptSourceOf } from './prompt-tokens';
+import { acquireTokenizerThreads, releaseTokenizerThreads, THREADED_TOKENIZERS, type TokenizerThreadPool } from './tokenizer-threads';
+
+/** The tokenizer arguments of the policies that tokenize (see policy-args). */
+export interface PromptTokenizerArgs {
+  /** A built-in tokenizer named explicitly (the simulator's). */
+  tokenizer?: string;
+  tokenizer_dir?: string;
+  custom_tokenizer?: string;
+  tokenizer_threads: number;
+}
+
+/** The simulator's model name is served with the simulator's default tokenizer. */
+const SIMULATOR_MODELS: Readonly<Record<string, string>> = { 'sim-model': 'qwen3' };
+const MODEL_POOL = 'model-tokenizers';
+
+/** A request's prompt as token lists, and what of it may be forwarded to the workers. */
+export interface PromptTokens {
+  lists: number[][];
+  /** The single prompt's ids, when a worker would tokenize it to exactly these. */
+  tokenIds?: number[];
+  /** Why the text could not be tokenized (no lists then). */
+  untokenized?: string;
+}
+
+/**
+ * Token ids of a request's prompt for the KV-aware policies. Token ids in the request are
+ * used as is; text goes through the model's own tokenizer: `tokenizer_dir` (or
+ * `custom_tokenizer`) when configured, else the one found for the request's `model` (a local
+ * directory or the Hugging Face cache), chats through that model's chat template, on worker
+ * threads. A single prompt's ids are returned as `tokenIds` (the policy puts them in its route
+ * result), so the other pool's router reuses them and the disagg flow forwards them to the
+ * workers, which then skip tokenization. Ids from another model's tokenizer are never
+ * produced: a request whose model has no tokenizer keeps its text and gets no ids
+ * (`untokenized` says why), so it is routed by load only.
+ */
+export class PromptTokenizer {
+  private readonly configured?: ModelTokenizer;
+  private readonly resolver = new ModelTokenizerResolver();
+  private builtinPool?: TokenizerThreadPool;
+  private modelPool?: TokenizerThreadPool;
+
+  constructor(private readonly args: PromptTokenizerArgs) {
+    const dir = args.tokenizer_dir ?? args.custom_tokenizer;
+    if (dir !== undefined) this.configured = loadModelTokenizer(dir, args.tokenizer_threads === 0);
+  }
+
+  async tokenize(request: PromptRequest): Promise<PromptTokens> {
+    if (request.tokenIds) return { lists: [request.tokenIds], tokenIds: request.tokenIds };
+    const source = promptSourceOf(request.kind, request.body);
+    if (source.type === 'tokens') return { lists: source.tokenLists };
+    const builtin = this.args.tokenizer ?? (this.configured ? undefined : SIMULATOR_MODELS[String(request.body.model)]);
+    if (!this.configured && builtin !== undefined) return this.builtinLists(request, builtin);
+    const model = this.configured ?? this.resolver.resolve(request.body.model);
+    if (!model) return { lists: [], untokenized: 'no_tokenizer' };
+    const body = request.body;
+    if (source.type === 'text') {
+      const special = body.add_special_tokens !== false;
+      const lists = await Promise.all(source.texts.map((t) => this.encode(model, t, special)));
+      return { lists, tokenIds: lists.length === 1 ? lists[0] : undefined };
+    }
+    if (!model.templates.hasTemplate) return { lists: [], untokenized: 'no_chat_template' };
+    let text: string;
+    try {
+      text = model.templates.render(templateInput(body));
+    } catch (err) {
+      if (!(err instanceof ChatTemplateError)) throw err;
+      return { lists: [], untokenized: 'chat_template_error' };
+    }
+    // TensorRT-LLM's chat requests add no special tokens beyond the template's by default.
+    const ids = await this.encode(model, text, body.add_special_tokens === true);
+    return { lists: [ids], tokenIds: hasOnlyStringContent(source.messages) ? ids : undefined };
+  }
+
+  async close(): Promise<void> {
+    if (this.builtinPool) await releaseTokenizerThreads(this.args.tokenizer ?? 'qwen3', this.builtinPool);
+    if (this.modelPool) await releaseTokenizerThreads(MODEL_POOL, this.modelPool);
+  }
+
+  private encode(model: ModelTokenizer, text: string, addSpecialTokens: boolean): Promise<number[]> | number[] {
+    if (this.args.tokenizer_threads === 0) return model.encodeHere(text, addSpecialTokens);
+    this.modelPool ??= acquireTokenizerThreads(MODEL_POOL, this.args.tokenizer_threads);
+    return this.modelPool.encode(text, { dir: model.dir, addSpecialTokens });
+  }
+
+  /** The simulator's tokenizers (Qwen3, bytes), chats in Qwen3's layout. */
+  private async builtinLists(request: PromptRequest, name: string): Promise<PromptTokens> {
+    const source = promptSourceOf(request.kind, request.body);
+    const threads = this.args.tokenizer_threads;
+    if (threads > 0 && THREADED_TOKENIZERS.includes(name)) this.builtinPool ??= acquireTokenizerThreads(name, threads);
+    const pool = this.builtinPool;
+    const encode = (text: string): Promise<number[]> | number[] => (pool ? pool.encode(text) : getTokenizer(name).encode(text));
+    let lists: number[][];
+    if (source.type === 'text') lists = await Promise.all(source.texts.map(encode));
+    else if (source.type === 'chat') {
+      lists = [pool ? await pool.encode(renderQwen3Chat(source.messages, true)) : getTokenizer(name).encodeChat(source.messages)];
+    } else lists = source.tokenLists;
+    // Ids of a chat this layout cannot render exactly still route well, but are not forwarded.
+    const forwardable = lists.length === 1 && (source.type !== 'chat' || chatRendersPlainly(request.body));
+    return { lists, tokenIds: forwardable ? lists[0] : undefined };
+  }
+}
+
+function templateInput(body: Readonly<Record<string, unknown>>): ChatTemplateInput {
+  const kwargs = body.chat_template_kwargs;
+  return {
+    messages: Array.isArray(body.messages) ? body.messages : [],
+    tools: body.tools ?? undefined,
+    documents: body.documents ?? undefined,
+    add_generation_prompt: typeof body.add_generation_prompt === 'boolean' ? body.add_generation_prompt : undefined,
+    continue_final_message: body.continue_final_message === true,
+    chat_template: typeof body.chat_template === 'string' ? body.chat_template : undefined,
+    chat_template_kwargs: typeof kwargs === 'object' && kwargs !== null && !Array.isArray(kwargs) ? (kwargs as Record<string, unknown>) : undefined,
+  };
+}
+
+/**
+ * Content given as parts (text, images...) is turned into the prompt by the worker's own
+ * message parsing, which the router does not reproduce: such chats are routed by their ids but
+ * keep their messages.
+ */
+function hasOnlyStringContent(messages: readonly ChatMessage[]): boolean {
+  return messages.every((m) => m == null || m.content == null || typeof m.content === 'string');
+}

@@ -1,0 +1,3 @@
+export * from './worker-client';
+export * from './worker-client.module';
+export * from './worker-health';

@@ -1,0 +1,102 @@
+import { Injectable } from '@nestjs/common';
+import { HttpSessionProvider } from '../http-session';
+import { healthErrorOf, type HealthResult } from './worker-health';
+
+/** The worker's clock readings of GET /steady_clock_offset (seconds on its steady clock). */
+export interface SteadyClockReading {
+  status: number;
+  receiveTs?: number;
+  transmitTs?: number;
+}
+
+const KV_EVENTS_HEADERS = { 'content-type': 'application/json' };
+
+/**
+ * The control calls to a worker (see docs/protocol.md "Worker endpoints"), made through the
+ * session's axios face (the KV drain excepted, below); inference requests take the session's
+ * raw request path.
+ * Every method takes the worker's base URL. A closed session throws HttpSessionClosedError
+ * (a lifecycle error, never a worker fault); upstream failures are reported per method.
+ */
+@Injectable()
+export class WorkerClient {
+  constructor(private readonly session: HttpSessionProvider) {}
+
+  /** GET /health. A failure is a negative result, never an exception. */
+  async health(url: string, timeoutMs: number): Promise<HealthResult> {
+    const axios = this.session.axios;
+    const started = performance.now();
+    try {
+      const res = await axios.get(`${url}/health`, { timeout: timeoutMs, validateStatus: () => true, responseType: 'text' });
+      const result: HealthResult = { ok: res.status === 200, status: res.status, at: Date.now(), latencyMs: performance.now() - started };
+      if (!result.ok) result.error = `HTTP ${res.status}`;
+      return result;
+    } catch (err) {
+      return { ok: false, at: Date.now(), latencyMs: performance.now() - started, error: healthErrorOf(err) };
+    }
+  }
+
+  /**
+   * GET /server_info; undefined when the worker answers 404 (older TensorRT-LLM, other
+   * engines: it runs on the defaults). Other failures throw.
+   */
+  async serverInfo(url: string, timeoutMs: number): Promise<Record<string, unknown> | undefined> {
+    const res = await this.session.axios.get<unknown>(`${url}/server_info`, {
+      timeout: timeoutMs,
+      responseType: 'json',
+      validateStatus: (status) => (status >= 200 && status < 300) || status === 404,
+    });
+    if (res.status === 404) return undefined;
+    return typeof res.data === 'object' && res.data !== null && !Array.isArray(res.data) ? (res.data as Record<string, unknown>) : {};
+  }
+
+  /**
+   * POST /kv_cache_events: a destructive read of the events since the last call, as text
+   * (its 64-bit hashes need the KV event parsers). Not a 2xx: throws. A KV-aware router
+   * drains a worker after every finished request, so this one call takes the session's raw
+   * path, as inference does: through axios it costs about 4x the CPU per call
+   * (test/bench/routing/kv-drain-cost.ts). `timeoutMs` bounds the answer's head and each
+   * silence in its body.
+   */
+  async drainKvEvents(url: string, timeoutMs: number): Promise<string> {
+    const target = new URL(url);
+    const res = await this.session.request({
+      origin: target.origin,
+      path: `${target.pathname.replace(/\/+$/, '')}/kv_cache_events`,
+      method: 'POST',
+      headers: KV_EVENTS_HEADERS,
+      body: '',
+      headersTimeoutMs: timeoutMs,
+      bodyTimeoutMs: timeoutMs,
+    });
+    const text = await res.body.text();
+    if (res.statusCode < 200 || res.statusCode >= 300) throw new Error(`Request failed with status code ${res.statusCode}`);
+    return text;
+  }
+
+  /** GET /perf_metrics: the worker's per-request metrics, as it answers them. Not a 2xx: throws. */
+  async perfMetrics(url: string, timeoutMs: number): Promise<unknown> {
+    const res = await this.session.axios.get<unknown>(`${url}/perf_metrics`, { timeout: timeoutMs });
+    return res.data;
+  }
+
+  /** GET /steady_clock_offset: when the worker received and answered the call. */
+  async readSteadyClock(url: string, timeoutMs: number): Promise<SteadyClockReading> {
+    const res = await this.session.axios.get<{ receive_ts?: unknown; transmit_ts?: unknown } | undefined>(`${url}/steady_clock_offset`, {
+      timeout: timeoutMs,
+      validateStatus: () => true,
+    });
+    const { receive_ts: receive, transmit_ts: transmit } = res.data ?? {};
+    return {
+      status: res.status,
+      receiveTs: typeof receive === 'number' ? receive : undefined,
+      transmitTs: typeof transmit === 'number' ? transmit : undefined,
+    };
+  }
+
+  /** POST /steady_clock_offset: the worker adds `offset` seconds to the times it reports. Answers the status. */
+  async setSteadyClockOffset(url: string, offset: number, timeoutMs: number): Promise<number> {
+    const res = await this.session.axios.post(`${url}/steady_clock_offset`, { offset }, { timeout: timeoutMs, validateStatus: () => true });
+    return res.status;
+  }
+}

@@ -1,0 +1,150 @@
+import { afterEach, describe, expect, it } from '@jest/globals';
+import { Global, Module } from '@nestjs/common';
+import { Test, type TestingModule } from '@nestjs/testing';
+import { HttpSessionModule } from '../../src/http-session';
+import {
+  KV_EVENT_PUBLISHER,
+  KV_METRICS,
+  KV_POLL_OWNERSHIP,
+  KvCacheModule,
+  KvEventApplier,
+  KvEventPoller,
+  KvWorkers,
+  parseKvEventsFast,
+  serializeKvEvents,
+  type KvEventPublisher,
+  type KvMetrics,
+  type KvPollOwnership,
+} from '../../src/kv-cache';
+import { ServerState } from '../../src/servers';
+import { FakeWorker } from '../support/fake-worker';
+
+const BIG = 18_000_000_000_000_000_001n; // beyond 2^53: must survive the trip
+const EVENTS = serializeKvEvents([
+  { event_id: 1, data: { type: 'created', num_blocks_per_cache_level: [8, 0] } },
+  { event_id: 2, data: { type: 'stored', parent_hash: null, blocks: [{ type: 'stored_block', block_hash: BIG, tokens: [] }] } },
+]);
+
+interface Room {
+  app: TestingModule;
+  published: Array<[string, readonly unknown[], boolean]>;
+  errors: string[];
+  state: ServerState;
+}
+
+/** The KV room in a real Nest container over a real session, with recording seams (provided globally, as router replicas do). */
+async function room(url: string, owns = true): Promise<Room> {
+  const published: Room['published'] = [];
+  const errors: string[] = [];
+  const metrics: KvMetrics = { kvEventsApplied: () => undefined, kvPollError: (u) => errors.push(u) };
+  const ownership: KvPollOwnership = { owns: () => owns };
+  const publisher: KvEventPublisher = { publish: (u, events, restarted) => published.push([u, events, restarted]) };
+  @Global()
+  @Module({
+    providers: [
+      { provide: KV_METRICS, useValue: metrics },
+      { provide: KV_POLL_OWNERSHIP, useValue: ownership },
+      { provide: KV_EVENT_PUBLISHER, useValue: publisher },
+    ],
+    exports: [KV_METRICS, KV_POLL_OWNERSHIP, KV_EVENT_PUBLISHER],
+  })
+  class RecordingSeams {}
+  const app = await Test.createTestingModule({ imports: [HttpSessionModule.register(), RecordingSeams, KvCacheModule] }).compile();
+  await app.init();
+  const state = new ServerState({ url, role: 'generation', source: 'config' });
+  app.get(KvWorkers).attach(state);
+  return { app, published, errors, state };
+}
+
+describe('KvEventPoller', () => {
+  const closing: Array<{ close(): Promise<unknown> }> = [];
+  afterEach(async () => {
+    for (const c of closing.splice(0).reverse()) await c.close();
+  });
+
+  it('drains an owned worker, applies, then publishes; another replica applies the published events once', async () => {
+    const worker = await new FakeWorker(() => undefined).start();
+    closing.push(worker);
+    worker.kvEvents = () => EVENTS;
+    const owner = await room(worker.url);
+    const follower = await room(worker.url, false);
+    closing.push(owner.app, follower.app);
+
+    expect(await owner.app.get(KvEventPoller).pollOnce(worker.url, 2000)).toEqual({ ok: true, applied: 2 });
+    expect(owner.state.kvTable().has(BIG)).toBe(true);
+    expect(owner.published.map(([u, , restarted]) => [u, restarted])).toEqual([[worker.url, false]]);
+
+    // The follower owns nothing: its poll never reaches the worker.
+    await follower.app.get(KvEventPoller).poll(worker.url, 2000);
+    expect(worker.requests('/kv_cache_events')).toHaveLength(1);
+    // Over a bus the events travel as JSON text, read back with all 64 bits.
+    const wire = parseKvEventsFast(serializeKvEvents(owner.published[0][1]));
+    const applier = follower.app.get(KvEventApplier);
+    expect(applier.apply(worker.url, wire)).toBe(2);
+    expect(applier.apply(worker.url, wire)).toBe(0);
+    expect(new Set(follower.state.kvTable().keys())).toEqual(new Set(owner.state.kvTable().keys()));
+    expect(follower.state.kvTable().capacity).toBe(8);
+  });
+
+  it('takes ids going backwards in its own drain for a restarted worker', async () => {
+    const worker = await new FakeWorker(() => undefined).start();
+    closing.push(worker);
+    const r = await room(worker.url);
+    closing.push(r.app);
+    const poller = r.app.get(KvEventPoller);
+    worker.kvEvents = () => EVENTS;
+    await poller.pollOnce(worker.url, 2000);
+    worker.kvEvents = () => serializeKvEvents([
+      { event_id: 1, data: { type: 'created', num_blocks_per_cache_level: [8, 0] } },
+      { event_id: 2, data: { type: 'stored', parent_hash: null, blocks: [{ type: 'stored_block', block_hash: 5n, tokens: [] }] } },
+    ]);
+    expect(await poller.pollOnce(worker.url, 2000)).toEqual({ ok: true, applied: 2 });
+    expect([...r.state.kvTable().keys()]).toEqual([5n]);
+    // The publisher is told, so other replicas restart the worker's ids too.
+    expect(r.published.map(([, , restarted]) => restarted)).toEqual([false, true]);
+  });
+
+  it('polls every worker and publishes nowhere without seams (a single router)', async () => {
+    const worker = await new FakeWorker(() => undefined).start();
+    closing.push(worker);
+    worker.kvEvents = () => EVENTS;
+    const app = await Test.createTestingModule({ imports: [HttpSessionModule.register(), KvCacheModule] }).compile();
+    await app.init();
+    closing.push(app);
+    const state = new ServerState({ url: worker.url, role: 'generation', source: 'config' });
+    app.get(KvWorkers).attach(state);
+    await app.get(KvEventPoller).poll(worker.url, 2000);
+    expect(worker.requests('/kv_cache_events')).toHaveLength(1);
+    expect(state.kvTable().has(BIG)).toBe(true);
+  });
+
+  it('counts a failed poll and leaves the tables as they were', async () => {
+    const worker = await new FakeWorker(() => undefined).start();
+    closing.push(worker);
+    worker.kvEvents = () => 'not json at all';
+    const r = await room(worker.url);
+    closing.push(r.app);
+    const outcome = await r.app.get(KvEventPoller).pollOnce(worker.url, 2000);
+    expect(outcome.ok).toBe(false);
+    expect(r.errors).toEqual([worker.url]);
+    expect(r.published).toHaveLength(0);
+    expect(r.state.kvBlocksKnown).toBe(0);
+    // A dead worker too.
+    await worker.close();
+    expect((await r.app.get(KvEventPoller).pollOnce(worker.url, 2000)).ok).toBe(false);
+    expect(r.errors).toEqual([worker.url, worker.url]);
+  });
+
+  it('coalesces polls asked for while one runs into one follow-up', async () => {
+    const worker = await new FakeWorker(() => undefined).start();
+    closing.push(worker);
+    const r = await room(worker.url);
+    closing.push(r.app);
+    const poller = r.app.get(KvEventPoller);
+    const polls = [poller.poll(worker.url, 2000), poller.poll(worker.url, 2000), poller.poll(worker.url, 2000)];
+    expect(poller.isPolling(worker.url)).toBe(true);
+    await Promise.all(polls);
+    expect(poller.isPolling(worker.url)).toBe(false);
+    expect(worker.requests('/kv_cache_events')).toHaveLength(2);
+  });
+});
