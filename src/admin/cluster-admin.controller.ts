@@ -1,11 +1,9 @@
-import { Controller, Get } from '@nestjs/common';
-import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { Get } from '@nestjs/common';
+import { ApiOkResponse, ApiOperation } from '@nestjs/swagger';
 import { AdminService } from './admin.service';
-import { AdminEndpoint } from './admin-endpoint.decorator';
+import { AdminController } from './admin-controller.decorator';
 
-@ApiTags('cluster')
-@AdminEndpoint()
-@Controller('admin/v1/cluster')
+@AdminController('cluster')
 export class ClusterAdminController {
   constructor(private readonly admin: AdminService) {}
 
