@@ -65,7 +65,7 @@ export class ClusterView implements ClusterAdminView, OnModuleInit {
       ],
       workers: this.leases.workerUrls().map((url) => ({ url, owner: this.leases.ownerOf(url) ?? null })),
       stream: { last_seq: this.stream.lastSeq, lag: this.stream.pending, published: this.stream.published, received: this.stream.received },
-      snapshots: { written: this.snapshots.writes, adopted: this.snapshots.adopted },
+      snapshots: { written: this.snapshots.writes, adopted: this.snapshots.adopted, last_parts: this.snapshots.lastParts },
       routed_blocks: { sent: this.routed.sent, received: this.routed.received },
       load: { reports_received: this.load.received, staleness: this.load.ageStats(), publish_interval_ms: this.bus.cluster.load_interval_ms },
       last_lease_acquired_at: this.leases.lastAcquiredAt ? new Date(this.leases.lastAcquiredAt).toISOString() : null,

@@ -4,12 +4,13 @@ import { headers as natsHeaders } from '@nats-io/nats-core';
 import { normalizeServerUrl } from '../config';
 import { KvEventApplier, parseKvEventsFast, serializeKvEvents, type KvEventPublisher } from '../kv-cache';
 import { ReplicaBus } from './replica-bus.service';
+import { partBytesFor } from './snapshot-parts';
 import { WorkerPositions } from './worker-positions';
 
 /**
  * The KV cache events of every worker on one JetStream stream. The replica that polled a
  * worker publishes what it drained (worker URL and restart epoch in headers, the events as
- * the worker sent them); every replica reads the stream in order and applies the others'
+ * JSON, in several messages when one would exceed the bus's max_payload); every replica reads the stream in order and applies the others'
  * messages through the KV room's applier (which skips event ids already applied). A message
  * with a newer epoch than this replica knows restarts the worker's event ids first. The
  * stream sequence tells where a replica is, so it resumes after an outage or starts after a
@@ -49,11 +50,14 @@ export class KvEventStream implements KvEventPublisher, OnModuleDestroy {
     h.set('epoch', String(epoch));
     h.set('replica', this.bus.replicaId);
     h.set('instance', this.bus.instanceId);
-    this.published++;
-    js.publish(this.bus.names.eventSubject, serializeKvEvents(events), { headers: h }).catch((err: Error) => {
-      this.unpublished.add(url);
-      this.logger.warn(`events of ${url} not published: ${err.message}`);
-    });
+    // Published one after the other: the client writes them in this order, the stream keeps it.
+    for (const text of messagesOf(events, partBytesFor(this.bus.nc?.info?.max_payload))) {
+      this.published++;
+      js.publish(this.bus.names.eventSubject, text, { headers: h }).catch((err: Error) => {
+        this.unpublished.add(url);
+        this.logger.warn(`events of ${url} not published: ${err.message}`);
+      });
+    }
   }
 
   /** (Re)starts reading the stream after `afterSeq` (this replica's position by default). */
@@ -125,6 +129,14 @@ export class KvEventStream implements KvEventPublisher, OnModuleDestroy {
   async onModuleDestroy(): Promise<void> {
     await this.stop();
   }
+}
+
+/** The events as JSON texts of at most `limit` bytes each where they can be split (a big drain goes as several messages). */
+function messagesOf(events: readonly unknown[], limit: number): string[] {
+  const text = serializeKvEvents(events);
+  if (events.length < 2 || Buffer.byteLength(text) <= limit) return [text];
+  const half = Math.ceil(events.length / 2);
+  return [...messagesOf(events.slice(0, half), limit), ...messagesOf(events.slice(half), limit)];
 }
 
 function safeUrl(url: string | undefined): string | undefined {
