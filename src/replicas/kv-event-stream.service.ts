@@ -51,7 +51,7 @@ export class KvEventStream implements KvEventPublisher, OnModuleDestroy {
     h.set('replica', this.bus.replicaId);
     h.set('instance', this.bus.instanceId);
     // Published one after the other: the client writes them in this order, the stream keeps it.
-    for (const text of messagesOf(events, partBytesFor(this.bus.nc?.info?.max_payload))) {
+    for (const text of messagesOf(events.map(withoutTokens), partBytesFor(this.bus.nc?.info?.max_payload))) {
       this.published++;
       js.publish(this.bus.names.eventSubject, text, { headers: h }).catch((err: Error) => {
         this.unpublished.add(url);
@@ -137,6 +137,17 @@ function messagesOf(events: readonly unknown[], limit: number): string[] {
   if (events.length < 2 || Buffer.byteLength(text) <= limit) return [text];
   const half = Math.ceil(events.length / 2);
   return [...messagesOf(events.slice(0, half), limit), ...messagesOf(events.slice(half), limit)];
+}
+
+/**
+ * A stored event without its blocks' token lists: block tables need only the hashes, and the
+ * tokens are most of a stored event's bytes (every replica parses every message).
+ */
+function withoutTokens(event: unknown): unknown {
+  const data = (event as { data?: { type?: unknown; blocks?: unknown } } | null)?.data;
+  if (data?.type !== 'stored' || !Array.isArray(data.blocks)) return event;
+  const blocks = (data.blocks as Record<string, unknown>[]).map(({ tokens: _tokens, ...rest }) => rest);
+  return { ...(event as object), data: { ...data, blocks } };
 }
 
 function safeUrl(url: string | undefined): string | undefined {

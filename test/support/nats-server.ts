@@ -12,6 +12,8 @@ export interface NatsServer {
   readonly url: string;
   readonly port: number;
   readonly storeDir: string;
+  /** `http://127.0.0.1:PORT` of the monitoring endpoint (/varz...), when started with `monitor`. */
+  readonly monitorUrl?: string;
   /** Kills the process (the JetStream store stays), e.g. to simulate an outage. */
   stop(): Promise<void>;
   /** Starts it again on the same port with the same store. */
@@ -24,11 +26,13 @@ export interface NatsServer {
  * A real nats-server with JetStream on a free loopback port and a temporary store. When the
  * binary is missing it is installed (Debian package nats-server) if running as root.
  */
-export async function startNats(): Promise<NatsServer> {
+export async function startNats(opts: { monitor?: boolean } = {}): Promise<NatsServer> {
   ensureInstalled();
   const port = await unusedPort();
+  const monitorPort = opts.monitor ? await unusedPort() : undefined;
   const storeDir = mkdtempSync(join(tmpdir(), 'disagg-nats-'));
   const args = ['-a', '127.0.0.1', '-p', String(port), '-js', '-sd', join(storeDir, 'js'), '-l', join(storeDir, 'nats.log')];
+  if (monitorPort) args.push('-m', String(monitorPort));
   let child: ChildProcess | undefined;
 
   const start = async (): Promise<void> => {
@@ -67,6 +71,7 @@ export async function startNats(): Promise<NatsServer> {
     url: `nats://127.0.0.1:${port}`,
     port,
     storeDir,
+    monitorUrl: monitorPort ? `http://127.0.0.1:${monitorPort}` : undefined,
     stop,
     start,
     close: async () => {
