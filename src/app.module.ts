@@ -11,6 +11,7 @@ import { HealthModule } from './health';
 import { LifecycleModule } from './lifecycle/lifecycle.module';
 import { ObservabilityModule } from './observability/observability.module';
 import { OpenAiModule } from './openai/openai.module';
+import { ReplicasModule } from './replicas';
 import { RoutingModule } from './routing';
 import { RequestEventsModule } from './request-events';
 import { ServersModule } from './servers';
@@ -43,6 +44,7 @@ export class AppModule {
         HealthModule,
         ServerDiscoveryModule,
         DisaggClusterModule.forRoot(options.config),
+        ReplicasModule.forRoot(options.config),
         AdminModule.forRoot(options.config),
         ...(options.imports ?? []),
       ],

@@ -1,4 +1,5 @@
 import { DynamicModule, Module, type ModuleMetadata } from '@nestjs/common';
+import { ClusterAdminController } from './cluster-admin.controller';
 import { ConfigAdminController } from './config-admin.controller';
 import { RoutersAdminController } from './routers-admin.controller';
 import { ServersAdminController } from './servers-admin.controller';
@@ -17,7 +18,7 @@ export class AdminApiModule {
       module: AdminApiModule,
       imports: deps.imports ?? [],
       providers: deps.providers ?? [],
-      controllers: [ServersAdminController, RoutersAdminController, ConfigAdminController, StatsAdminController, StatusPageController],
+      controllers: [ClusterAdminController, ServersAdminController, RoutersAdminController, ConfigAdminController, StatsAdminController, StatusPageController],
     };
   }
 }

@@ -1,6 +1,7 @@
-import { Inject, Injectable, Logger } from '@nestjs/common';
+import { Inject, Injectable, Logger, Optional } from '@nestjs/common';
 import { ConfigError, APP_CONFIG, SERVER_ROLES, type AppConfig, type ServerRole } from '../config';
 import { RouterRegistry, RouterPolicyCatalog, routerConfigFor, type RouterSnapshot } from '../routing';
+import { CLUSTER_ADMIN_VIEW, singleRouterView, type ClusterAdminView } from '../replicas/cluster-admin-view';
 import { ServerRegistry, type ServerState } from '../servers';
 import { AdminChangeStore } from './admin-change-store';
 import type { AddServerBody, RouterSwitchBody } from './admin-schemas';
@@ -39,7 +40,13 @@ export class AdminService {
     private readonly policies: RouterPolicyCatalog,
     private readonly store: AdminChangeStore,
     private readonly drains: DrainRemover,
+    @Optional() @Inject(CLUSTER_ADMIN_VIEW) private readonly cluster: ClusterAdminView = singleRouterView,
   ) {}
+
+  /** Router replicas, worker poll owners, bus state and lag (`enabled: false` for a single router). */
+  clusterView(): Record<string, unknown> {
+    return this.cluster.detail();
+  }
 
   listServers(): ServerState[] {
     const order = (s: ServerState): number => SERVER_ROLES.indexOf(s.role);

@@ -55,6 +55,7 @@ function applyEnvOverrides(raw: AppConfigInput, env: NodeJS.ProcessEnv): AppConf
   if (env.DISAGG_HOST) out.hostname = env.DISAGG_HOST;
   if (env.DISAGG_PORT) out.port = Number(env.DISAGG_PORT);
   if (env.DISAGG_ADMIN_TOKEN) out.admin = { ...(raw.admin ?? {}), token: env.DISAGG_ADMIN_TOKEN };
+  if (env.DISAGG_REPLICA_ID && raw.cluster) out.cluster = { ...raw.cluster, replica_id: env.DISAGG_REPLICA_ID };
   if (env.DISAGG_LOG_LEVEL) {
     out.logging = { ...(raw.logging ?? {}), level: env.DISAGG_LOG_LEVEL as 'info' };
   }

@@ -170,6 +170,28 @@ const simulateSchema = z.looseObject({
   kv_hash_algo: z.enum(['v1_block_key', 'v2_sha256', 'v2_sha256_64']).optional(),
 });
 
+/**
+ * Several router replicas sharing one KV view and load picture over NATS JetStream (see README,
+ * Running several replicas). Absent: a single router, nothing new needed.
+ */
+const clusterSchema = z.strictObject({
+  bus: z.string().regex(/^nats:\/\/[^/]+$/i, 'must be nats://host:port'),
+  /** Unique per replica; default: host name and process id. */
+  replica_id: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, 'letters, digits, - and _ only (at most 64)').optional(),
+  /** Names the stream and buckets, so several router clusters can share one NATS. */
+  name: z.string().regex(/^[A-Za-z0-9_-]{1,32}$/, 'letters, digits, - and _ only (at most 32)').default('disagg'),
+  /** A worker's poll lease lives this long unless renewed (a third of it): the failover time. */
+  lease_ttl_s: z.number().min(1).default(3),
+  /** The owner polls each of its workers' /kv_cache_events this often. */
+  poll_interval_ms: positiveInt.default(100),
+  /** In-flight counts are published at most this often (when they changed; every second anyway). */
+  load_interval_ms: positiveInt.default(50),
+  /** The owner writes a worker's block-table snapshot this often (when it changed). */
+  snapshot_interval_s: z.number().positive().default(5),
+  /** Events older than this leave the stream; a snapshot covers them. */
+  stream_max_age_s: z.number().positive().default(600),
+});
+
 export const routerConfigSchema = z.looseObject({
   hostname: z.string().default('localhost'),
   port: z.number().int().min(0).max(65535).default(8000),
@@ -200,6 +222,7 @@ export const routerConfigSchema = z.looseObject({
   shutdown: shutdownSchema.default(() => shutdownSchema.parse({})),
   /** Embedded simulated cluster: its workers' URLs replace the url lists. */
   simulate: simulateSchema.optional(),
+  cluster: clusterSchema.optional(),
 });
 
 export type AppConfigInput = z.input<typeof routerConfigSchema>;
@@ -207,3 +230,4 @@ export type AppConfig = z.output<typeof routerConfigSchema>;
 export type ServerPoolConfig = z.output<typeof serverPoolSchema>;
 export type RouterBlockConfig = z.output<typeof routerBlockSchema>;
 export type DisaggClusterConfig = z.output<typeof disaggClusterSchema>;
+export type ClusterConfig = z.output<typeof clusterSchema>;

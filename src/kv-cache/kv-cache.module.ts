@@ -2,13 +2,13 @@ import { Module } from '@nestjs/common';
 import { WorkerClientModule } from '../worker-client';
 import { KvEventApplier } from './kv-event-applier';
 import { KvEventPoller } from './kv-event-poller';
-import { KV_EVENT_PUBLISHER, KV_POLL_OWNERSHIP, POLL_EVERY_WORKER, PUBLISH_NOWHERE } from './kv-seams';
 import { KvWorkers } from './kv-workers';
 
 /**
  * What the router knows of the workers' KV caches: the workers' block tables by URL, the event
- * applier and the poller. A single router polls every worker and publishes nothing; replicas
- * provide other KV_POLL_OWNERSHIP and KV_EVENT_PUBLISHER.
+ * applier and the poller. A single router polls every worker and publishes nothing; router
+ * replicas provide KV_POLL_OWNERSHIP and KV_EVENT_PUBLISHER from a global module (the poller
+ * injects them optionally, as the applier does KV_METRICS), so this room depends on none.
  */
 @Module({
   imports: [WorkerClientModule],
@@ -16,9 +16,7 @@ import { KvWorkers } from './kv-workers';
     KvWorkers,
     KvEventApplier,
     KvEventPoller,
-    { provide: KV_POLL_OWNERSHIP, useValue: POLL_EVERY_WORKER },
-    { provide: KV_EVENT_PUBLISHER, useValue: PUBLISH_NOWHERE },
   ],
-  exports: [KvWorkers, KvEventApplier, KvEventPoller, KV_POLL_OWNERSHIP, KV_EVENT_PUBLISHER],
+  exports: [KvWorkers, KvEventApplier, KvEventPoller],
 })
 export class KvCacheModule {}

@@ -86,6 +86,15 @@ export class KvEventApplier {
     return this.workers.get(serverUrl)?.lastEventId;
   }
 
+  /**
+   * The URL's tables were replaced by a snapshot taken after event `lastEventId` (another
+   * replica's view): events up to it count as applied.
+   */
+  resumeAfter(serverUrl: string, lastEventId: number): void {
+    const entry = this.workers.get(serverUrl);
+    if (entry) entry.lastEventId = lastEventId;
+  }
+
   /** The worker at the URL started a new event sequence (it restarted): every id is new again. */
   restart(serverUrl: string): void {
     const entry = this.workers.get(serverUrl);

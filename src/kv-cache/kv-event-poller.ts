@@ -3,7 +3,16 @@ import { HttpSessionClosedError } from '../http-session';
 import { WorkerClient } from '../worker-client';
 import { parseKvEventsFast } from './fast-kv-events';
 import { KvEventApplier } from './kv-event-applier';
-import { KV_EVENT_PUBLISHER, KV_METRICS, KV_POLL_OWNERSHIP, type KvEventPublisher, type KvMetrics, type KvPollOwnership } from './kv-seams';
+import {
+  KV_EVENT_PUBLISHER,
+  KV_METRICS,
+  KV_POLL_OWNERSHIP,
+  POLL_EVERY_WORKER,
+  PUBLISH_NOWHERE,
+  type KvEventPublisher,
+  type KvMetrics,
+  type KvPollOwnership,
+} from './kv-seams';
 
 interface PollState {
   running: Promise<void>;
@@ -34,8 +43,8 @@ export class KvEventPoller {
   constructor(
     private readonly workers: WorkerClient,
     private readonly applier: KvEventApplier,
-    @Inject(KV_POLL_OWNERSHIP) private readonly ownership: KvPollOwnership,
-    @Inject(KV_EVENT_PUBLISHER) private readonly publisher: KvEventPublisher,
+    @Optional() @Inject(KV_POLL_OWNERSHIP) private readonly ownership: KvPollOwnership = POLL_EVERY_WORKER,
+    @Optional() @Inject(KV_EVENT_PUBLISHER) private readonly publisher: KvEventPublisher = PUBLISH_NOWHERE,
     @Optional() @Inject(KV_METRICS) private readonly metrics?: KvMetrics,
   ) {}
 
@@ -85,10 +94,11 @@ export class KvEventPoller {
     // A drain never repeats an event: ids at or below the applied ones mean the worker restarted.
     const first = events[0]?.event_id;
     const last = this.applier.lastEventId(serverUrl);
-    if (first !== undefined && first >= 0 && last !== undefined && first <= last) this.applier.restart(serverUrl);
+    const restarted = first !== undefined && first >= 0 && last !== undefined && first <= last;
+    if (restarted) this.applier.restart(serverUrl);
     const applied = this.applier.apply(serverUrl, events);
     try {
-      if (events.length) this.publisher.publish(serverUrl, events);
+      if (events.length) this.publisher.publish(serverUrl, events, restarted);
     } catch (err) {
       this.logger.warn(`failed to publish the KV cache events of ${serverUrl}: ${(err as Error).message}`);
     }

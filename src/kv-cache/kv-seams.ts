@@ -1,7 +1,7 @@
 /**
  * Seams for several router replicas sharing what the workers' KV events say: which worker a
- * replica polls, and where the events it drained go besides its own block tables. The
- * defaults (KvCacheModule) are a single router: it polls every worker and publishes nothing.
+ * replica polls, and where the events it drained go besides its own block tables. Without a
+ * provider (a single router) the poller polls every worker and publishes nothing.
  */
 
 /** Whether this router polls a worker's /kv_cache_events (a destructive read: one poller per worker). */
@@ -16,11 +16,12 @@ export interface KvPollOwnership {
  * KV event parsers' objects (64-bit hashes as bigint): `serializeKvEvents` writes them as
  * JSON and `parseKvEventsFast` reads them back without losing bits. A worker that restarted
  * numbers its events from the start again; the poller sees it (its drains never repeat an
- * event) and calls KvEventApplier.restart, which a receiving replica must be told to call too.
+ * event), calls KvEventApplier.restart and says so with `restarted`: a receiving replica
+ * must call restart too before applying these events.
  */
 export const KV_EVENT_PUBLISHER = Symbol('KV_EVENT_PUBLISHER');
 export interface KvEventPublisher {
-  publish(serverUrl: string, events: readonly unknown[]): void;
+  publish(serverUrl: string, events: readonly unknown[], restarted: boolean): void;
 }
 
 /** Where the KV room reports its counters; bound to the metrics service when metrics exist. */

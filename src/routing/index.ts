@@ -5,6 +5,7 @@ export * from './policies/kv-cache-aware.policy';
 export * from './policies/least-loaded';
 export * from './policies/load-balancing.policy';
 export * from './policies/round-robin.policy';
+export * from './routed-blocks-sink';
 export * from './router-registry.service';
 export * from './router-policy-catalog.service';
 export * from './router-config';

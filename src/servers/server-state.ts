@@ -46,6 +46,9 @@ export class ServerState implements KvWorker {
   status: ServerStatus = 'preparing';
   activeRequests = 0;
   activeTokens = 0;
+  /** In flight here through the other router replicas, as they last reported (cluster mode). */
+  peerRequests = 0;
+  peerTokens = 0;
   serverInfo?: Record<string, unknown>;
   /** The worker answered 404 to /server_info: it runs on the defaults. */
   serverInfoMissing = false;
@@ -66,6 +69,15 @@ export class ServerState implements KvWorker {
     this.role = spec.role;
     this.source = spec.source;
     this.id = serverIdFor(spec.role, spec.url);
+  }
+
+  /** Requests in flight here cluster-wide: this router's and its peers'. */
+  get clusterActiveRequests(): number {
+    return this.activeRequests + this.peerRequests;
+  }
+
+  get clusterActiveTokens(): number {
+    return this.activeTokens + this.peerTokens;
   }
 
   /** The worker's block-hash algorithm: as its events last said, else its /server_info, else v1. */
@@ -106,6 +118,7 @@ export class ServerState implements KvWorker {
       state: this.status,
       active_requests: this.activeRequests,
       active_tokens: this.activeTokens,
+      peer_active_requests: this.peerRequests,
       kv_blocks_known: this.kvBlocksKnown,
       last_health: this.lastHealth ?? null,
       ejection: this.ejection ?? null,

@@ -16,6 +16,7 @@ const ENDPOINTS: Array<[string, string]> = [
   ['put', '/admin/v1/routers/{pool}'],
   ['get', '/admin/v1/config'],
   ['get', '/admin/v1/stats'],
+  ['get', '/admin/v1/cluster'],
 ];
 
 interface OpenApiDoc {

@@ -48,6 +48,15 @@ describe('KvEventApplier', () => {
     expect([...server.kvTable().keys()]).toEqual([7n]);
   });
 
+  it('resumes after a snapshot: events up to its last id count as applied', () => {
+    const { applier, server } = setup();
+    server.kvTable().add(4n); // the snapshot's blocks, put in place by its adopter
+    applier.resumeAfter(URL_A, 9);
+    expect(applier.apply(URL_A, [stored(8, 1n), stored(9, 2n)])).toBe(0);
+    expect(applier.apply(URL_A, [stored(10, 3n)])).toBe(1);
+    expect(new Set(server.kvTable().keys())).toEqual(new Set([4n, 3n]));
+  });
+
   it('feeds every state under the URL, ignores unknown URLs and malformed entries, forgets a removed worker', () => {
     const { applier, workers, server } = setup();
     const context = new ServerState({ url: URL_A, role: 'context', source: 'config' });

@@ -12,7 +12,9 @@ import {
   KvWorkers,
   parseKvEventsFast,
   serializeKvEvents,
+  type KvEventPublisher,
   type KvMetrics,
+  type KvPollOwnership,
 } from '../../src/kv-cache';
 import { ServerState } from '../../src/servers';
 import { FakeWorker } from '../support/fake-worker';
@@ -25,25 +27,29 @@ const EVENTS = serializeKvEvents([
 
 interface Room {
   app: TestingModule;
-  published: Array<[string, readonly unknown[]]>;
+  published: Array<[string, readonly unknown[], boolean]>;
   errors: string[];
   state: ServerState;
 }
 
-/** The KV room in a real Nest container over a real session, with recording seams. */
+/** The KV room in a real Nest container over a real session, with recording seams (provided globally, as router replicas do). */
 async function room(url: string, owns = true): Promise<Room> {
   const published: Room['published'] = [];
   const errors: string[] = [];
   const metrics: KvMetrics = { kvEventsApplied: () => undefined, kvPollError: (u) => errors.push(u) };
+  const ownership: KvPollOwnership = { owns: () => owns };
+  const publisher: KvEventPublisher = { publish: (u, events, restarted) => published.push([u, events, restarted]) };
   @Global()
-  @Module({ providers: [{ provide: KV_METRICS, useValue: metrics }], exports: [KV_METRICS] })
-  class RecordingMetrics {}
-  const app = await Test.createTestingModule({ imports: [HttpSessionModule.register(), RecordingMetrics, KvCacheModule] })
-    .overrideProvider(KV_POLL_OWNERSHIP)
-    .useValue({ owns: () => owns })
-    .overrideProvider(KV_EVENT_PUBLISHER)
-    .useValue({ publish: (u: string, events: readonly unknown[]) => published.push([u, events]) })
-    .compile();
+  @Module({
+    providers: [
+      { provide: KV_METRICS, useValue: metrics },
+      { provide: KV_POLL_OWNERSHIP, useValue: ownership },
+      { provide: KV_EVENT_PUBLISHER, useValue: publisher },
+    ],
+    exports: [KV_METRICS, KV_POLL_OWNERSHIP, KV_EVENT_PUBLISHER],
+  })
+  class RecordingSeams {}
+  const app = await Test.createTestingModule({ imports: [HttpSessionModule.register(), RecordingSeams, KvCacheModule] }).compile();
   await app.init();
   const state = new ServerState({ url, role: 'generation', source: 'config' });
   app.get(KvWorkers).attach(state);
@@ -66,7 +72,7 @@ describe('KvEventPoller', () => {
 
     expect(await owner.app.get(KvEventPoller).pollOnce(worker.url, 2000)).toEqual({ ok: true, applied: 2 });
     expect(owner.state.kvTable().has(BIG)).toBe(true);
-    expect(owner.published.map(([u]) => u)).toEqual([worker.url]);
+    expect(owner.published.map(([u, , restarted]) => [u, restarted])).toEqual([[worker.url, false]]);
 
     // The follower owns nothing: its poll never reaches the worker.
     await follower.app.get(KvEventPoller).poll(worker.url, 2000);
@@ -94,6 +100,22 @@ describe('KvEventPoller', () => {
     ]);
     expect(await poller.pollOnce(worker.url, 2000)).toEqual({ ok: true, applied: 2 });
     expect([...r.state.kvTable().keys()]).toEqual([5n]);
+    // The publisher is told, so other replicas restart the worker's ids too.
+    expect(r.published.map(([, , restarted]) => restarted)).toEqual([false, true]);
+  });
+
+  it('polls every worker and publishes nowhere without seams (a single router)', async () => {
+    const worker = await new FakeWorker(() => undefined).start();
+    closing.push(worker);
+    worker.kvEvents = () => EVENTS;
+    const app = await Test.createTestingModule({ imports: [HttpSessionModule.register(), KvCacheModule] }).compile();
+    await app.init();
+    closing.push(app);
+    const state = new ServerState({ url: worker.url, role: 'generation', source: 'config' });
+    app.get(KvWorkers).attach(state);
+    await app.get(KvEventPoller).poll(worker.url, 2000);
+    expect(worker.requests('/kv_cache_events')).toHaveLength(1);
+    expect(state.kvTable().has(BIG)).toBe(true);
   });
 
   it('counts a failed poll and leaves the tables as they were', async () => {

@@ -1,10 +1,11 @@
-import { Logger } from '@nestjs/common';
+import { Inject, Logger, Optional } from '@nestjs/common';
 import { z } from 'zod';
 import { blockHashesFor, cacheSaltIdOf, KvEventPoller, paddedTokens, TokensPerBlock, workerTokensPerBlock, type BlockKey } from '../../kv-cache';
 import type { ServerState } from '../../servers';
 import { PromptTokenizer } from '../../tokenizer';
 import { BaseRouter } from '../base-router';
 import type { GetNextServerOptions, RouteResult, RoutingRequest } from '../router.interface';
+import { ROUTED_BLOCKS_SINK, type RoutedBlocksSink } from '../routed-blocks-sink';
 import { RoutingPolicy } from '../routing-policy.decorator';
 import { LeastLoadedPicker } from './least-loaded';
 import { tokenizerArgs } from './policy-args';
@@ -58,7 +59,10 @@ export class KvCacheAwareRouter extends BaseRouter<KvCacheAwareArgs> {
   private blockSize!: TokensPerBlock;
   private timer?: NodeJS.Timeout;
 
-  constructor(private readonly kvEvents: KvEventPoller) {
+  constructor(
+    private readonly kvEvents: KvEventPoller,
+    @Optional() @Inject(ROUTED_BLOCKS_SINK) private readonly sink?: RoutedBlocksSink,
+  ) {
     super();
   }
 
@@ -122,7 +126,7 @@ export class KvCacheAwareRouter extends BaseRouter<KvCacheAwareArgs> {
   }
 
   private score(server: ServerState, matchedTokens: number, hashes: readonly BlockKey[][], tpb: number): number {
-    const load = server.activeRequests;
+    const load = server.clusterActiveRequests;
     if (this.args.load_weight === undefined) return matchedTokens / paddedTokens(hashes, tpb) - load / this.args.max_batch_size;
     return matchedTokens / tpb - this.args.load_weight * load;
   }
@@ -132,7 +136,7 @@ export class KvCacheAwareRouter extends BaseRouter<KvCacheAwareArgs> {
     const all = candidates.map((_, i) => i);
     const cap = this.args.load_cap;
     if (cap === undefined) return all;
-    const under = all.filter((i) => candidates[i].activeRequests / this.args.max_batch_size < cap);
+    const under = all.filter((i) => candidates[i].clusterActiveRequests / this.args.max_batch_size < cap);
     return under.length ? under : all;
   }
 
@@ -153,11 +157,15 @@ export class KvCacheAwareRouter extends BaseRouter<KvCacheAwareArgs> {
     // Synchronous, before the answer reaches the client: the next request already sees it.
     if (routed && success) {
       const table = server.kvTable(routed.algo);
+      const ttlMs = this.args.routed_blocks_ttl_s * 1000;
       if (this.args.backfill_block_hashes_on_finish) {
         for (const list of routed.hashes) for (const h of list) table.add(h);
       } else {
-        table.track(routed.hashes.flat(), this.args.routed_blocks_ttl_s * 1000);
+        table.track(routed.hashes.flat(), ttlMs);
       }
+      this.sink?.routed(server, routed.algo, this.args.track_routed_blocks ? routed.hashes.flat() : [], ttlMs);
+    } else if (success) {
+      this.sink?.routed(server, server.kvHashAlgo, [], 0);
     }
     if (this.eventsAligned(server)) await this.kvEvents.poll(server.url, this.args.kv_events_timeout_s * 1000);
   }

@@ -34,7 +34,7 @@ export class LoadBalancingRouter extends BaseRouter<LoadBalancingArgs> {
     if (prompt) for (const list of prompt.lists) tokens += list.length;
     // Candidates again: the server set may have changed while tokenizing.
     const candidates = this.candidates(options);
-    const load = this.args.use_tokens ? (s: ServerState) => s.activeTokens : (s: ServerState) => s.activeRequests;
+    const load = this.args.use_tokens ? (s: ServerState) => s.clusterActiveTokens : (s: ServerState) => s.clusterActiveRequests;
     const server = this.picker.pick(candidates, load);
     return this.reserve(request, server, tokens, { promptTokens: prompt ? tokens : undefined, tokenIds: prompt?.tokenIds, untokenized: prompt?.untokenized, server_info: server.serverInfo ?? {} });
   }

@@ -1,0 +1,2 @@
+export * from './cluster-admin-view';
+export * from './replicas.module';

@@ -1,0 +1,160 @@
+import { Injectable, Logger, type OnModuleDestroy } from '@nestjs/common';
+import type { ConsumerMessages, JsMsg } from '@nats-io/jetstream';
+import { headers as natsHeaders } from '@nats-io/nats-core';
+import { normalizeServerUrl } from '../config';
+import { KvEventApplier, parseKvEventsFast, serializeKvEvents, type KvEventPublisher } from '../kv-cache';
+import { ReplicaBus } from './replica-bus.service';
+import { partBytesFor } from './snapshot-parts';
+import { WorkerPositions } from './worker-positions';
+
+/**
+ * The KV cache events of every worker on one JetStream stream. The replica that polled a
+ * worker publishes what it drained (worker URL and restart epoch in headers, the events as
+ * JSON, in several messages when one would exceed the bus's max_payload); every replica reads the stream in order and applies the others'
+ * messages through the KV room's applier (which skips event ids already applied). A message
+ * with a newer epoch than this replica knows restarts the worker's event ids first. The
+ * stream sequence tells where a replica is, so it resumes after an outage or starts after a
+ * snapshot; per worker, messages at or below the sequence its tables hold are skipped.
+ */
+@Injectable()
+export class KvEventStream implements KvEventPublisher, OnModuleDestroy {
+  private readonly logger = new Logger('KvEventStream');
+  /** Stream sequence of the last message read here. */
+  lastSeq = 0;
+  /** Messages still ahead of this replica on the stream, as of the last one read. */
+  pending = 0;
+  published = 0;
+  received = 0;
+  /** Workers polled while the bus was away: their events reached no other replica. */
+  readonly unpublished = new Set<string>();
+  private messages?: ConsumerMessages;
+  private reading?: Promise<void>;
+
+  constructor(
+    private readonly bus: ReplicaBus,
+    private readonly applier: KvEventApplier,
+    private readonly positions: WorkerPositions,
+  ) {}
+
+  publish(serverUrl: string, events: readonly unknown[], restarted: boolean): void {
+    if (!events.length) return;
+    const url = normalizeServerUrl(serverUrl);
+    const epoch = restarted ? this.positions.nextEpoch(url) : this.positions.epoch(url);
+    const js = this.bus.js;
+    if (!this.bus.connected || !js) {
+      this.unpublished.add(url);
+      return;
+    }
+    const h = natsHeaders();
+    h.set('worker', url);
+    h.set('epoch', String(epoch));
+    h.set('replica', this.bus.replicaId);
+    h.set('instance', this.bus.instanceId);
+    // Published one after the other: the client writes them in this order, the stream keeps it.
+    for (const text of messagesOf(events.map(withoutTokens), partBytesFor(this.bus.nc?.info?.max_payload))) {
+      this.published++;
+      js.publish(this.bus.names.eventSubject, text, { headers: h }).catch((err: Error) => {
+        this.unpublished.add(url);
+        this.logger.warn(`events of ${url} not published: ${err.message}`);
+      });
+    }
+  }
+
+  /** (Re)starts reading the stream after `afterSeq` (this replica's position by default). */
+  async start(afterSeq = this.lastSeq): Promise<void> {
+    await this.stop();
+    const js = this.bus.js;
+    if (!js || !this.bus.connected) return;
+    try {
+      // A server that lost its store numbers the re-created stream from 1 again.
+      const info = await this.bus.jsm?.streams.info(this.bus.names.eventStream);
+      if (info && info.state.last_seq < afterSeq) {
+        this.logger.warn(`the event stream restarted at sequence ${info.state.last_seq}: reading it from its start`);
+        this.positions.resetStreamSeqs();
+        afterSeq = 0;
+      }
+      this.lastSeq = afterSeq;
+      // An ordered consumer: in order, no acks, re-created by the client when it falls out.
+      const consumer = await js.consumers.get(this.bus.names.eventStream, { opt_start_seq: afterSeq + 1 });
+      const messages = await consumer.consume();
+      this.messages = messages;
+      this.reading = this.read(messages);
+    } catch (err) {
+      this.logger.warn(`cannot read the event stream: ${(err as Error).message}`);
+    }
+  }
+
+  private async read(messages: ConsumerMessages): Promise<void> {
+    try {
+      for await (const m of messages) {
+        this.onMessage(m);
+        this.lastSeq = m.seq;
+        this.pending = m.info.pending;
+        this.received++;
+      }
+    } catch (err) {
+      if (this.bus.connected) this.logger.warn(`event stream reading ended: ${(err as Error).message}`);
+    }
+  }
+
+  private onMessage(m: JsMsg): void {
+    const url = safeUrl(m.headers?.get('worker'));
+    if (!url || m.seq <= this.positions.streamSeq(url)) return;
+    this.positions.setStreamSeq(url, m.seq);
+    // This process applied its own drains when it polled them.
+    if (m.headers?.get('instance') === this.bus.instanceId) return;
+    const epoch = Number(m.headers?.get('epoch')) || 0;
+    const mine = this.positions.epoch(url);
+    // Sent before a restart this replica already knows of: its ids mean nothing now.
+    if (epoch < mine) return;
+    if (epoch > mine) {
+      this.applier.restart(url);
+      this.positions.setEpoch(url, epoch);
+    }
+    try {
+      this.applier.apply(url, parseKvEventsFast(m.string()));
+    } catch (err) {
+      this.logger.warn(`skipped a malformed event message from ${url}: ${(err as Error).message}`);
+    }
+  }
+
+  async stop(): Promise<void> {
+    const messages = this.messages;
+    this.messages = undefined;
+    if (messages) await messages.close().catch(() => undefined);
+    await this.reading;
+    this.reading = undefined;
+  }
+
+  async onModuleDestroy(): Promise<void> {
+    await this.stop();
+  }
+}
+
+/** The events as JSON texts of at most `limit` bytes each where they can be split (a big drain goes as several messages). */
+function messagesOf(events: readonly unknown[], limit: number): string[] {
+  const text = serializeKvEvents(events);
+  if (events.length < 2 || Buffer.byteLength(text) <= limit) return [text];
+  const half = Math.ceil(events.length / 2);
+  return [...messagesOf(events.slice(0, half), limit), ...messagesOf(events.slice(half), limit)];
+}
+
+/**
+ * A stored event without its blocks' token lists: block tables need only the hashes, and the
+ * tokens are most of a stored event's bytes (every replica parses every message).
+ */
+function withoutTokens(event: unknown): unknown {
+  const data = (event as { data?: { type?: unknown; blocks?: unknown } } | null)?.data;
+  if (data?.type !== 'stored' || !Array.isArray(data.blocks)) return event;
+  const blocks = (data.blocks as Record<string, unknown>[]).map(({ tokens: _tokens, ...rest }) => rest);
+  return { ...(event as object), data: { ...data, blocks } };
+}
+
+function safeUrl(url: string | undefined): string | undefined {
+  if (!url) return undefined;
+  try {
+    return normalizeServerUrl(url);
+  } catch {
+    return undefined;
+  }
+}

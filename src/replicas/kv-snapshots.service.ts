@@ -1,0 +1,199 @@
+import { Injectable, Logger, type OnModuleDestroy } from '@nestjs/common';
+import type { KV, KvEntry } from '@nats-io/kv';
+import { randomUUID } from 'node:crypto';
+import { normalizeServerUrl } from '../config';
+import { KvEventApplier } from '../kv-cache';
+import { ServerRegistry, type ServerState } from '../servers';
+import { decodeBlocks, encodeBlocks, type EncodedBlocks } from './block-codec';
+import { ReplicaBus } from './replica-bus.service';
+import { busKeyOf } from './rendezvous';
+import { joinParts, partBytesFor, splitParts } from './snapshot-parts';
+import { isAhead, WorkerPositions } from './worker-positions';
+
+type Tables = Record<string, { blocks: EncodedBlocks; capacity?: number }>;
+
+/** Where a worker's snapshot stands; its tables are in `parts` values under the `p.` keys. */
+interface Manifest {
+  url: string;
+  replica: string;
+  at: number;
+  /** The worker's restart epoch (see WorkerPositions); absent: 0. */
+  epoch?: number;
+  last_event_id: number;
+  /** Stream sequence the writer had applied: the stream after it holds the rest. */
+  stream_seq: number;
+  generation: string;
+  parts: number;
+}
+
+interface Snapshot extends Manifest {
+  tables: Tables;
+}
+
+const MANIFESTS = 'm.>';
+const manifestKey = (url: string): string => `m.${busKeyOf(url)}`;
+const partKey = (url: string, i: number): string => `p.${busKeyOf(url)}.${i}`;
+
+/**
+ * Block-table snapshots in a KV bucket, written by each worker's poller: per worker a
+ * manifest (`m.<worker>`: position, generation, part count) and the tables as JSON cut into
+ * parts (`p.<worker>.<i>`) that each fit a bus message, so a worker's snapshot has no size
+ * limit. Parts are written before the manifest; a reader that finds a part of another
+ * generation drops the read (a newer manifest follows). A replica that starts (or comes
+ * back from an outage) adopts every snapshot ahead of its view, then reads the stream from
+ * the oldest snapshot's sequence: it catches up without replaying the stream from zero.
+ * Blocks recorded on routing are not in snapshots (they expire within `routed_blocks_ttl_s`).
+ */
+@Injectable()
+export class KvSnapshots implements OnModuleDestroy {
+  private readonly logger = new Logger('KvSnapshots');
+  /** Position (epoch:last event id) written per worker, so unchanged tables are not written again. */
+  private readonly written = new Map<string, string>();
+  private watchStop?: () => void;
+  adopted = 0;
+  writes = 0;
+  /** Parts of the last snapshot written (admin view). */
+  lastParts = 0;
+
+  constructor(
+    private readonly bus: ReplicaBus,
+    private readonly registry: ServerRegistry,
+    private readonly applier: KvEventApplier,
+    private readonly positions: WorkerPositions,
+  ) {}
+
+  /** Adopts every stored snapshot ahead of this replica's view; the lowest stream sequence they cover (undefined: none). */
+  async loadAll(): Promise<number | undefined> {
+    const kv = this.bus.snapshots;
+    if (!kv) return undefined;
+    let lowest: number | undefined;
+    const keys: string[] = [];
+    for await (const key of await kv.keys(MANIFESTS)) keys.push(key);
+    for (const key of keys) {
+      const entry = await kv.get(key);
+      const snap = entry && (await this.read(kv, entry));
+      if (!snap) continue;
+      this.adopt(snap);
+      lowest = lowest === undefined ? snap.stream_seq : Math.min(lowest, snap.stream_seq);
+    }
+    return lowest;
+  }
+
+  /** Follows snapshots other replicas write (one ahead of our view means we missed events). */
+  async watch(): Promise<void> {
+    this.watchStop?.();
+    const kv = this.bus.snapshots;
+    if (!kv) return;
+    try {
+      const iter = await kv.watch({ key: MANIFESTS });
+      this.watchStop = () => iter.stop();
+      for await (const entry of iter) {
+        const manifest = parseManifest(entry);
+        if (!manifest || manifest.replica === this.bus.replicaId || !this.isAheadOfMine(manifest)) continue;
+        const snap = await this.read(kv, entry);
+        if (snap) this.adopt(snap);
+      }
+    } catch (err) {
+      if (this.bus.connected) this.logger.warn(`snapshot watch ended: ${(err as Error).message}`);
+    }
+  }
+
+  /** Writes the worker's snapshot when its tables moved since the last write (or `force`). */
+  async write(server: ServerState, streamSeq: number, force = false): Promise<boolean> {
+    const kv = this.bus.snapshots;
+    const last = this.applier.lastEventId(server.url);
+    if (!kv || last === undefined) return false;
+    const epoch = this.positions.epoch(server.url);
+    const position = `${epoch}:${last}`;
+    if (!force && this.written.get(server.url) === position) return false;
+    const tables: Tables = {};
+    for (const [algo, t] of server.kvTables) tables[algo] = { blocks: encodeBlocks(t.keys()), capacity: t.capacity };
+    const generation = randomUUID();
+    const parts = splitParts(Buffer.from(JSON.stringify(tables)), generation, partBytesFor(this.bus.nc?.info?.max_payload));
+    const manifest: Manifest = { url: server.url, replica: this.bus.replicaId, at: Date.now(), epoch, last_event_id: last, stream_seq: streamSeq, generation, parts: parts.length };
+    const ok = await this.bus.attempt('snapshot', async () => {
+      const before = await kv.get(manifestKey(server.url));
+      const stale = (before && parseManifest(before)?.parts) ?? 0;
+      for (let i = 0; i < parts.length; i++) await kv.put(partKey(server.url, i), parts[i]);
+      await kv.put(manifestKey(server.url), JSON.stringify(manifest));
+      // A smaller snapshot than the one before: its extra parts go.
+      for (let i = parts.length; i < stale; i++) await kv.delete(partKey(server.url, i));
+    });
+    if (ok) {
+      this.written.set(server.url, position);
+      this.writes++;
+      this.lastParts = parts.length;
+    }
+    return ok;
+  }
+
+  /** Whether this replica's view of the worker is ahead of its stored snapshot (or none is stored). */
+  async aheadOfStored(url: string): Promise<boolean> {
+    const mine = this.position(url);
+    if (mine.lastEventId === undefined) return false;
+    const entry = await this.bus.snapshots?.get(manifestKey(url)).catch(() => null);
+    const stored = entry ? parseManifest(entry) : undefined;
+    return !stored || isAhead(mine, { epoch: stored.epoch ?? 0, lastEventId: stored.last_event_id });
+  }
+
+  private position(url: string): { epoch: number; lastEventId?: number } {
+    return { epoch: this.positions.epoch(url), lastEventId: this.applier.lastEventId(url) };
+  }
+
+  private isAheadOfMine(m: Manifest): boolean {
+    return isAhead({ epoch: m.epoch ?? 0, lastEventId: m.last_event_id }, this.position(m.url));
+  }
+
+  /** The manifest's snapshot with its parts; undefined when unreadable or overwritten meanwhile. */
+  private async read(kv: KV, entry: KvEntry): Promise<Snapshot | undefined> {
+    const manifest = parseManifest(entry);
+    if (!manifest) return undefined;
+    try {
+      const parts = await Promise.all(Array.from({ length: manifest.parts }, (_, i) => kv.get(partKey(manifest.url, i))));
+      const body = joinParts(parts.map((p) => (p?.operation === 'PUT' ? p.value : undefined)), manifest.generation);
+      const tables = body && (JSON.parse(body.toString('utf8')) as Tables);
+      return tables && typeof tables === 'object' ? { ...manifest, tables } : undefined;
+    } catch (err) {
+      this.logger.debug(`snapshot of ${manifest.url} not read: ${(err as Error).message}`);
+      return undefined;
+    }
+  }
+
+  /** Replaces the confirmed blocks of a worker whose snapshot is ahead of this replica's view. */
+  private adopt(snap: Snapshot): void {
+    if (!this.isAheadOfMine(snap)) return;
+    const servers = this.registry.list().filter((s) => s.url === snap.url);
+    if (!servers.length) return;
+    for (const server of servers) {
+      for (const [algo, { blocks, capacity }] of Object.entries(snap.tables)) {
+        const table = server.kvTable(algo);
+        const keep = new Set(decodeBlocks(blocks));
+        for (const h of table.keys()) if (!keep.has(h)) table.delete(h);
+        for (const h of keep) table.add(h);
+        table.capacity = capacity;
+        table.lastEventId = snap.last_event_id;
+      }
+    }
+    this.applier.resumeAfter(snap.url, snap.last_event_id);
+    this.positions.setEpoch(snap.url, snap.epoch ?? 0);
+    this.positions.setStreamSeq(snap.url, Math.max(this.positions.streamSeq(snap.url), snap.stream_seq));
+    this.adopted++;
+  }
+
+  onModuleDestroy(): void {
+    this.watchStop?.();
+  }
+}
+
+function parseManifest(entry: KvEntry): Manifest | undefined {
+  if (entry.operation !== 'PUT') return undefined;
+  try {
+    const m = entry.json<Manifest>();
+    if (typeof m?.url !== 'string' || typeof m.last_event_id !== 'number' || typeof m.stream_seq !== 'number') return undefined;
+    if (typeof m.generation !== 'string' || !Number.isInteger(m.parts) || m.parts < 1 || m.parts > 10_000) return undefined;
+    m.url = normalizeServerUrl(m.url);
+    return m;
+  } catch {
+    return undefined;
+  }
+}

@@ -1,0 +1,98 @@
+import { Injectable, Logger, type OnModuleDestroy, type OnModuleInit } from '@nestjs/common';
+import { KvEventPoller } from '../kv-cache';
+import { ServerRegistry, type ServerState } from '../servers';
+import { KvEventStream } from './kv-event-stream.service';
+import { KvSnapshots } from './kv-snapshots.service';
+import { PollLeases } from './poll-leases.service';
+import { ReplicaBus } from './replica-bus.service';
+
+const KV_EVENTS_TIMEOUT_MS = 5_000;
+
+/**
+ * Keeps this replica's KV view in step with the cluster. On every bus (re)connection, in
+ * order: hand the others what it polled while the bus was away (a snapshot), adopt the
+ * snapshots newer than its tables, then read the stream from where it stopped (or from the
+ * oldest snapshot on first start). Meanwhile it polls the workers it owns on
+ * `poll_interval_ms` and writes their snapshots on `snapshot_interval_s`.
+ */
+@Injectable()
+export class KvSync implements OnModuleInit, OnModuleDestroy {
+  private readonly logger = new Logger('KvSync');
+  private pollTimer?: NodeJS.Timeout;
+  private snapshotTimer?: NodeJS.Timeout;
+  private started = false;
+  private syncing?: Promise<void>;
+  /** Resynchronisations done after an outage. */
+  resyncs = 0;
+
+  constructor(
+    private readonly bus: ReplicaBus,
+    private readonly registry: ServerRegistry,
+    private readonly leases: PollLeases,
+    private readonly stream: KvEventStream,
+    private readonly snapshots: KvSnapshots,
+    private readonly poller: KvEventPoller,
+  ) {}
+
+  onModuleInit(): void {
+    this.bus.on('up', () => {
+      this.syncing = this.resync().catch((err: Error) => this.logger.warn(`resynchronisation failed: ${err.message}`));
+    });
+    this.bus.on('down', () => void this.stream.stop());
+    this.pollTimer = setInterval(() => this.pollOwned(), this.bus.cluster.poll_interval_ms);
+    this.pollTimer.unref();
+    this.snapshotTimer = setInterval(() => void this.writeSnapshots(false), this.bus.cluster.snapshot_interval_s * 1000);
+    this.snapshotTimer.unref();
+    // A new owner writes a snapshot soon, so a replica starting next finds a recent one.
+    this.leases.on('acquired', (url) => {
+      const server = this.registry.list().find((s) => s.url === url);
+      if (server) setTimeout(() => void this.snapshots.write(server, this.stream.lastSeq), 1_000).unref();
+    });
+  }
+
+  private async resync(): Promise<void> {
+    const first = !this.started;
+    this.started = true;
+    if (!first) {
+      this.resyncs++;
+      await this.handOverOutagePolls();
+    }
+    const lowest = await this.snapshots.loadAll();
+    if (first) await this.stream.start(lowest ?? 0);
+    else await this.stream.start(this.stream.lastSeq);
+    void this.snapshots.watch();
+  }
+
+  /** Snapshots of the workers this replica polled during the outage, where it knows more than the bucket. */
+  private async handOverOutagePolls(): Promise<void> {
+    const urls = [...this.stream.unpublished];
+    this.stream.unpublished.clear();
+    for (const url of urls) {
+      const server = this.registry.list().find((s) => s.url === url);
+      if (server && (await this.snapshots.aheadOfStored(url))) await this.snapshots.write(server, this.stream.lastSeq, true);
+    }
+  }
+
+  private pollOwned(): void {
+    for (const server of this.registry.list()) {
+      if (server.status !== 'ready' || this.poller.isPolling(server.url) || !this.leases.owns(server.url)) continue;
+      void this.poller.poll(server.url, KV_EVENTS_TIMEOUT_MS);
+    }
+  }
+
+  private async writeSnapshots(force: boolean): Promise<void> {
+    if (!this.bus.connected) return;
+    const owned: ServerState[] = this.registry.list().filter((s) => this.leases.owns(s.url));
+    for (const server of owned) await this.snapshots.write(server, this.stream.lastSeq, force);
+  }
+
+  /** Tests and the admin view: resolves once the latest resynchronisation finished. */
+  async settled(): Promise<void> {
+    await this.syncing;
+  }
+
+  onModuleDestroy(): void {
+    if (this.pollTimer) clearInterval(this.pollTimer);
+    if (this.snapshotTimer) clearInterval(this.snapshotTimer);
+  }
+}
