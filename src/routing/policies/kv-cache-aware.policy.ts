@@ -1,6 +1,6 @@
-import { Logger } from '@nestjs/common';
+import { Logger, Optional } from '@nestjs/common';
 import { z } from 'zod';
-import { blockHashesFor, cacheSaltIdOf, KvEventPoller, paddedTokens, TokensPerBlock, workerTokensPerBlock, type BlockKey } from '../../kv-cache';
+import { BlockHashCache, cacheSaltIdOf, KvEventPoller, paddedTokens, TokensPerBlock, workerTokensPerBlock, type BlockKey } from '../../kv-cache';
 import type { ServerState } from '../../servers';
 import { PromptTokenizer } from '../../tokenizer';
 import { BaseRouter } from '../base-router';
@@ -58,8 +58,15 @@ export class KvCacheAwareRouter extends BaseRouter<KvCacheAwareArgs> {
   private blockSize!: TokensPerBlock;
   private timer?: NodeJS.Timeout;
 
-  constructor(private readonly kvEvents: KvEventPoller) {
+  private readonly hashCache: BlockHashCache;
+
+  /** The app's shared block-hash cache; a router built alone gets one of its own. */
+  constructor(
+    private readonly kvEvents: KvEventPoller,
+    @Optional() hashCache?: BlockHashCache,
+  ) {
     super();
+    this.hashCache = hashCache ?? new BlockHashCache();
   }
 
   protected override onInit(): void {
@@ -91,7 +98,7 @@ export class KvCacheAwareRouter extends BaseRouter<KvCacheAwareArgs> {
     const now = performance.now();
     for (const server of candidates) {
       const algo = server.kvHashAlgo;
-      if (!byAlgo.has(algo)) byAlgo.set(algo, blockHashesFor(tokenLists, tpb, algo, saltId));
+      if (!byAlgo.has(algo)) byAlgo.set(algo, this.hashCache.chains(tokenLists, tpb, algo, saltId));
       const hashes = byAlgo.get(algo);
       if (!hashes) this.warnOnce(`${server.id}:${algo}`, `${server.url} hashes KV blocks with '${algo}', which this router cannot compute; it gets no prefix matches`);
       const matched = hashes ? this.matchedBlocks(server, hashes, algo, now) * tpb : 0;
