@@ -2,7 +2,7 @@ import { Logger, type INestApplication } from '@nestjs/common';
 import { DocumentBuilder, SwaggerModule } from '@nestjs/swagger';
 import type { AppConfig } from '../config';
 import { AdminApiModule } from './admin-api.module';
-import { ADMIN_BEARER } from './admin-endpoint.decorator';
+import { ADMIN_BEARER } from './admin-controller.decorator';
 import { adminServedOn } from './admin-placement';
 
 export const ADMIN_DOCS_PATH = 'admin/docs';

@@ -1,12 +1,10 @@
-import { Controller, Get } from '@nestjs/common';
-import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { Get } from '@nestjs/common';
+import { ApiOkResponse, ApiOperation } from '@nestjs/swagger';
 import { AdminService } from './admin.service';
 import { EffectiveConfigDto } from './admin-dtos';
-import { AdminEndpoint } from './admin-endpoint.decorator';
+import { AdminController } from './admin-controller.decorator';
 
-@ApiTags('config')
-@AdminEndpoint()
-@Controller('admin/v1/config')
+@AdminController('config')
 export class ConfigAdminController {
   constructor(private readonly admin: AdminService) {}
 

@@ -1,17 +1,15 @@
-import { Body, Controller, Get, Param, Put } from '@nestjs/common';
-import { ApiBadRequestResponse, ApiBody, ApiOkResponse, ApiOperation, ApiParam, ApiTags } from '@nestjs/swagger';
+import { Body, Get, Param, Put } from '@nestjs/common';
+import { ApiBadRequestResponse, ApiBody, ApiOkResponse, ApiOperation, ApiParam } from '@nestjs/swagger';
 import { SERVER_ROLES, type ServerRole } from '../config';
 import { AdminService, type RouterView } from './admin.service';
 import { routerSwitchSchema, serverRoleSchema, type RouterSwitchBody } from './admin-schemas';
 import { ErrorDto, RouterListDto, RouterViewDto } from './admin-dtos';
-import { AdminEndpoint } from './admin-endpoint.decorator';
+import { AdminController } from './admin-controller.decorator';
 import { ZodValidationPipe } from './zod-validation.pipe';
 
 const poolParam = new ZodValidationPipe(serverRoleSchema, 'pool');
 
-@ApiTags('routers')
-@AdminEndpoint()
-@Controller('admin/v1/routers')
+@AdminController('routers')
 export class RoutersAdminController {
   constructor(private readonly admin: AdminService) {}
 

@@ -1,4 +1,4 @@
-import { Body, Controller, Delete, Get, HttpCode, Param, Post, Query } from '@nestjs/common';
+import { Body, Delete, Get, HttpCode, Param, Post, Query } from '@nestjs/common';
 import {
   ApiBadRequestResponse,
   ApiBody,
@@ -9,17 +9,14 @@ import {
   ApiOkResponse,
   ApiOperation,
   ApiQuery,
-  ApiTags,
-} from '@nestjs/swagger';
+  } from '@nestjs/swagger';
 import { AdminService } from './admin.service';
 import { addServerSchema, flagSchema, type AddServerBody } from './admin-schemas';
 import { AddServerDto, DeletedServerDto, DrainResultDto, ErrorDto, ServerDto, ServerListDto } from './admin-dtos';
-import { AdminEndpoint } from './admin-endpoint.decorator';
+import { AdminController } from './admin-controller.decorator';
 import { ZodValidationPipe } from './zod-validation.pipe';
 
-@ApiTags('servers')
-@AdminEndpoint()
-@Controller('admin/v1/servers')
+@AdminController('servers')
 export class ServersAdminController {
   constructor(private readonly admin: AdminService) {}
 

@@ -1,6 +1,6 @@
 import type { ServerRole } from '../config';
 import type { RequestTrace } from '../observability/tracing';
-import { HttpApiError } from '../common';
+import { HttpApiError, REQUEST_ID_HEADER } from '../common';
 import type { RequestKind, RouteResult, Router, RoutingRequest } from '../routing';
 import type { ClientChannel } from './client-channel';
 import { RequestDeadline } from './request-deadline';
@@ -65,7 +65,7 @@ export function newFlow(start: FlowStart): Flow {
       requestId: channel.requestId, kind, stream: start.body.stream === true, status: 0, mode: 'disagg', retries: 0,
       contextServer: undefined, generationServer: undefined, errorKind: undefined, ctxRequestId: undefined, timings, startedAt: 0,
     },
-    headers: { 'content-type': 'application/json', 'x-request-id': channel.requestId },
+    headers: { 'content-type': 'application/json', [REQUEST_ID_HEADER]: channel.requestId },
     streamHeaders: undefined,
     pending: [],
     deadline: new RequestDeadline(channel.abort, start.requestMs),

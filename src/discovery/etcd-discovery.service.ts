@@ -1,11 +1,10 @@
 import { Inject, Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy, OnModuleInit, Optional } from '@nestjs/common';
-import type { Etcd3, IKeyValue, Watcher } from 'etcd3';
 import { APP_CONFIG, type AppConfig } from '../config';
 import { ActiveHealthChecker, StartupGate } from '../health';
 import { MetricsService } from '../observability/metrics/metrics.service';
 import { ClusterStatus, ServerRegistry, type ServerState } from '../servers';
-import { cancelWatcher, createEtcdClient } from './etcd-client';
 import { EtcdLink, type EtcdLinkState } from './etcd-link';
+import { EtcdPrefixMirror } from './etcd-prefix-mirror';
 import { parseEtcdEntry, type EtcdServerEntry } from './etcd-server-entry';
 import { ServerKeyReconciler } from './server-key-reconciler';
 
@@ -19,29 +18,23 @@ export interface EtcdDiscoveryState extends EtcdLinkState {
   ignored_keys: number;
 }
 
-const FIRST_LOAD_RETRY_MS = 1_000;
-
 /**
  * Servers from etcd (`metadata_server_config`), as trtllm-serve's workers register them: every
- * key under the prefix holds JSON with `url` and `server_role`/`server_type`. A first full read,
- * then a watch from the next revision, so a new key is routed to as soon as the server is
- * prepared and a deleted key removes its server; a full re-read every `refresh_interval`
- * reconciles anything missed. When etcd is unreachable the last known servers stay (and keep
- * being health-checked); the watch reconnects by itself. Keys of servers the health monitor
- * declares dead are deleted, as TensorRT-LLM's router does.
+ * key under the prefix holds JSON with `url` and `server_role`/`server_type`. The prefix is
+ * mirrored (EtcdPrefixMirror: a full read, a watch, a full re-read every `refresh_interval`), so
+ * a new key is routed to as soon as the server is prepared and a deleted key removes its server.
+ * When etcd is unreachable the last known servers stay (and keep being health-checked). Keys of
+ * servers the health monitor declares dead are deleted, as TensorRT-LLM's router does.
  */
 @Injectable()
 export class EtcdDiscovery implements OnModuleInit, OnApplicationBootstrap, OnModuleDestroy {
   private readonly logger = new Logger(EtcdDiscovery.name);
-  private client?: Etcd3;
-  private watcher?: Watcher;
+  private mirror?: EtcdPrefixMirror;
   private readonly keys: ServerKeyReconciler<EtcdServerEntry>;
   /** Keys of dead servers still to delete (etcd was unreachable when they died). */
   private readonly deadKeys = new Set<string>();
   private readonly link: EtcdLink;
   private stopped = false;
-  private retryTimer?: NodeJS.Timeout;
-  private refreshTimer?: NodeJS.Timeout;
   private releaseStartupHold?: () => void;
   private readonly cleanup: Array<() => void> = [];
 
@@ -101,90 +94,39 @@ export class EtcdDiscovery implements OnModuleInit, OnApplicationBootstrap, OnMo
   onApplicationBootstrap(): void {
     if (!this.enabled) return;
     // health_check_timeout is accepted for trtllm-serve configs; worker checks use health.timeout_s.
-    this.client = createEtcdClient({ hosts: this.endpoint });
     this.logger.log(`discovering servers from etcd at ${this.endpoint} (keys ${this.prefix}*)`);
     this.metrics?.setEtcdConnected(false);
-    void this.firstLoad();
-    this.refreshTimer = setInterval(() => void this.refresh(), this.config.metadata_server_config!.refresh_interval * 1000);
+    this.mirror = new EtcdPrefixMirror(
+      { hosts: this.endpoint, prefix: this.prefix, resyncMs: this.config.metadata_server_config!.refresh_interval * 1000 },
+      {
+        put: (key, value) => this.applyPut(key, value),
+        delete: (key) => this.applyDelete(key),
+        knownKeys: () => this.keys.knownKeys(),
+        synced: () => this.onSynced(),
+        failed: (err) => this.markDisconnected(err),
+        watchCancelled: (err) => this.logger.warn(`etcd watch failed (${err.message}); reading all keys again`),
+      },
+    );
+    this.mirror.start();
   }
 
   async onModuleDestroy(): Promise<void> {
     this.stopped = true;
-    clearTimeout(this.retryTimer);
-    clearInterval(this.refreshTimer);
     for (const off of this.cleanup.splice(0)) off();
-    await cancelWatcher(this.watcher);
-    this.watcher = undefined;
-    this.client?.close();
-    this.client = undefined;
+    await this.mirror?.stop();
+    this.mirror = undefined;
   }
 
   private get prefix(): string {
     return this.config.metadata_server_config?.key_prefix ?? 'trtllm/';
   }
 
-  /** Reads all keys, then watches from the next revision; retried until etcd answers. */
-  private async firstLoad(): Promise<void> {
-    if (this.stopped) return;
-    try {
-      const revision = await this.resync();
-      this.startWatch(revision);
-      this.releaseStartupHold?.();
-    } catch (err) {
-      this.markDisconnected(err);
-      this.retryTimer = setTimeout(() => void this.firstLoad(), FIRST_LOAD_RETRY_MS);
-    }
-  }
-
-  /** A full read of the prefix, applied as a diff; returns the revision it reflects. */
-  private async resync(): Promise<string> {
-    const client = this.client;
-    if (!client) throw new Error('etcd client closed');
-    const res = await client.getAll().prefix(this.prefix).exec();
-    if (this.stopped) return res.header.revision;
-    const seen = new Map<string, string>();
-    for (const kv of res.kvs) seen.set(kv.key.toString(), kv.value.toString());
-    for (const key of this.keys.knownKeys()) if (!seen.has(key)) this.applyDelete(key);
-    for (const [key, value] of seen) this.applyPut(key, value);
+  /** After every full read: startup may go on, and dead servers' keys are deleted now that etcd answers. */
+  private onSynced(): void {
     this.link.synced();
-    return res.header.revision;
-  }
-
-  private startWatch(revision: string): void {
-    const client = this.client;
-    if (!client || this.stopped) return;
-    const watcher = client
-      .watch()
-      .prefix(this.prefix)
-      .startRevision((BigInt(revision) + 1n).toString())
-      .watcher();
-    this.watcher = watcher;
-    watcher.on('put', (kv: IKeyValue) => this.applyPut(kv.key.toString(), kv.value.toString()));
-    watcher.on('delete', (kv: IKeyValue) => this.applyDelete(kv.key.toString()));
-    watcher.on('disconnected', (err: Error) => this.markDisconnected(err));
-    watcher.on('connected', () => {
-      if (this.link.connected) return;
-      // Back after an outage: the watch replays what it missed; a full read double-checks.
-      void this.refresh();
-    });
-    // A watch etcd cancels (e.g. its revision was compacted away): read everything again.
-    watcher.on('error', (err: Error) => {
-      this.logger.warn(`etcd watch failed (${err.message}); reading all keys again`);
-      if (this.watcher === watcher) this.watcher = undefined;
-      void cancelWatcher(watcher);
-      void this.firstLoad();
-    });
-  }
-
-  private async refresh(): Promise<void> {
-    if (this.stopped || !this.client) return;
-    try {
-      await this.resync();
-    } catch (err) {
-      this.markDisconnected(err);
-      return;
-    }
-    await this.deleteDeadKeys();
+    this.releaseStartupHold?.();
+    this.releaseStartupHold = undefined;
+    void this.deleteDeadKeys();
   }
 
   private applyPut(key: string, value: string): void {
@@ -218,7 +160,7 @@ export class EtcdDiscovery implements OnModuleInit, OnApplicationBootstrap, OnMo
         continue;
       }
       try {
-        await this.client?.delete().key(key).exec();
+        await this.mirror?.client.delete().key(key).exec();
         this.deadKeys.delete(key);
         this.logger.warn(`removed dead ${entry.role} server ${entry.url}'s key ${key} from etcd`);
       } catch (err) {

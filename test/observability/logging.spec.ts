@@ -1,42 +1,16 @@
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { describe, expect, it } from '@jest/globals';
 import { Logger } from '@nestjs/common';
-import type { NestFastifyApplication } from '@nestjs/platform-fastify';
-import { createRouterApp } from '../../src/app.factory';
 import { buildConfig } from '../../src/config';
 import { createAppLogger, resolveAppLogger, PinoLoggerService } from '../../src/observability';
 import { requestContextStorage } from '../../src/observability/context/request-context';
-import { ServerRegistry } from '../../src/servers';
-import { contextHandler, FakeWorker, generationHandler, json } from '../support/fake-worker';
+import { generationHandler, json } from '../support/fake-worker';
 import { postJson, waitFor } from '../support/router-app';
+import { pools, useFakeCluster, useRouterCluster } from '../support/router-cluster';
 import { LogCapture } from './log-capture';
 
 describe('structured logs of a running router', () => {
-  let ctx: FakeWorker;
-  let gen: FakeWorker;
-  let app: NestFastifyApplication;
-  let url: string;
   const capture = new LogCapture();
-
-  beforeAll(async () => {
-    ctx = await new FakeWorker(contextHandler()).start();
-    gen = await new FakeWorker(generationHandler()).start();
-    const config = buildConfig({
-      max_retries: 0,
-      context_servers: { urls: [ctx.url] },
-      generation_servers: { urls: [gen.url] },
-      logging: { level: 'debug' },
-    });
-    app = await createRouterApp(config, { logDestination: capture });
-    await app.listen(0, '127.0.0.1');
-    url = `http://127.0.0.1:${(app.getHttpServer().address() as { port: number }).port}`;
-    const registry = app.get(ServerRegistry);
-    await waitFor(() => registry.ready('generation').length === 1 && registry.ready('context').length === 1, 10_000, 'servers ready');
-  });
-
-  afterAll(async () => {
-    await app?.close();
-    await Promise.all([ctx?.close(), gen?.close()]);
-  });
+  const c = useFakeCluster({ max_retries: 0, logging: { level: 'debug' } }, { logDestination: capture });
 
   it('writes JSON lines through pino for Nest loggers app-wide', () => {
     // Startup lines of other modules (routers, servers) came through the same destination.
@@ -47,21 +21,21 @@ describe('structured logs of a running router', () => {
   });
 
   it('tags the lines of a request with its id, never with its prompt', async () => {
-    const res = await postJson(`${url}/v1/completions`, { model: 'm', prompt: 'a secret prompt' }, { 'x-request-id': 'log-req-1' });
+    const res = await postJson(`${c.url}/v1/completions`, { model: 'm', prompt: 'a secret prompt' }, { 'x-request-id': 'log-req-1' });
     expect(res.status).toBe(200);
     await waitFor(() => capture.withId('log-req-1').some((l) => l.msg === 'request done'), 5_000, 'request line');
     const line = capture.withId('log-req-1').find((l) => l.msg === 'request done')!;
-    expect(line).toMatchObject({ level: 'debug', context: 'Request', status: 200, mode: 'disagg', generationServer: gen.url });
+    expect(line).toMatchObject({ level: 'debug', context: 'Request', status: 200, mode: 'disagg', generationServer: c.gen.url });
     expect(JSON.stringify(capture.lines)).not.toContain('a secret prompt');
   });
 
   it('tags warnings of a failed request with its id', async () => {
-    gen.handler = (_req, res) => json(res, 500, { error: 'boom' });
+    c.gen.handler = (_req, res) => json(res, 500, { error: 'boom' });
     try {
-      const res = await postJson(`${url}/v1/completions`, { model: 'm', prompt: 'x' }, { 'x-request-id': 'log-req-2' });
+      const res = await postJson(`${c.url}/v1/completions`, { model: 'm', prompt: 'x' }, { 'x-request-id': 'log-req-2' });
       expect(res.status).toBe(502);
     } finally {
-      gen.handler = generationHandler();
+      c.gen.handler = generationHandler();
     }
     await waitFor(() => capture.withId('log-req-2').some((l) => l.level === 'warn'), 5_000, 'warning line');
     const warn = capture.withId('log-req-2').find((l) => l.level === 'warn')!;
@@ -72,32 +46,19 @@ describe('structured logs of a running router', () => {
 });
 
 describe('logs at info level (no async context)', () => {
-  let gen: FakeWorker;
-  let app: NestFastifyApplication;
-  let url: string;
   const capture = new LogCapture();
-
-  beforeAll(async () => {
-    gen = await new FakeWorker((_req, res) => json(res, 500, { error: 'boom' })).start();
-    const config = buildConfig({ max_retries: 0, generation_servers: { urls: [gen.url] }, logging: { level: 'info' } });
-    app = await createRouterApp(config, { logDestination: capture });
-    await app.listen(0, '127.0.0.1');
-    url = `http://127.0.0.1:${(app.getHttpServer().address() as { port: number }).port}`;
-    const registry = app.get(ServerRegistry);
-    await waitFor(() => registry.ready('generation').length === 1, 10_000, 'server ready');
-  });
-
-  afterAll(async () => {
-    await app?.close();
-    await gen?.close();
+  const c = useRouterCluster({
+    workers: { gen: (_req, res) => json(res, 500, { error: 'boom' }) },
+    config: (cl) => pools(undefined, cl.gen, { max_retries: 0, logging: { level: 'info' } }),
+    logDestination: capture,
   });
 
   it('writes no line for a request that went well, and tags the warning of one that failed', async () => {
-    gen.handler = generationHandler();
+    c.gen.handler = generationHandler();
     const before = capture.lines.length;
-    expect((await postJson(`${url}/v1/completions`, { model: 'm', prompt: 'x' }, { 'x-request-id': 'info-ok' })).status).toBe(200);
-    gen.handler = (_req, res) => json(res, 500, { error: 'boom' });
-    expect((await postJson(`${url}/v1/completions`, { model: 'm', prompt: 'x' }, { 'x-request-id': 'info-bad' })).status).toBe(502);
+    expect((await postJson(`${c.url}/v1/completions`, { model: 'm', prompt: 'x' }, { 'x-request-id': 'info-ok' })).status).toBe(200);
+    c.gen.handler = (_req, res) => json(res, 500, { error: 'boom' });
+    expect((await postJson(`${c.url}/v1/completions`, { model: 'm', prompt: 'x' }, { 'x-request-id': 'info-bad' })).status).toBe(502);
     await waitFor(() => capture.withId('info-bad').length > 0, 5_000, 'warning line');
     expect(capture.withId('info-ok')).toEqual([]);
     const warn = capture.withId('info-bad')[0];
@@ -108,29 +69,16 @@ describe('logs at info level (no async context)', () => {
 });
 
 describe('logging.log_payloads: true', () => {
-  let gen: FakeWorker;
-  let app: NestFastifyApplication;
-  let url: string;
   const capture = new LogCapture();
-
-  beforeAll(async () => {
-    gen = await new FakeWorker(generationHandler({ chunks: 2 })).start();
-    const config = buildConfig({ generation_servers: { urls: [gen.url] }, logging: { level: 'info', log_payloads: true } });
-    app = await createRouterApp(config, { logDestination: capture });
-    await app.listen(0, '127.0.0.1');
-    url = `http://127.0.0.1:${(app.getHttpServer().address() as { port: number }).port}`;
-    const registry = app.get(ServerRegistry);
-    await waitFor(() => registry.ready('generation').length === 1, 10_000, 'server ready');
-  });
-
-  afterAll(async () => {
-    await app?.close();
-    await gen?.close();
+  const c = useRouterCluster({
+    workers: { gen: generationHandler({ chunks: 2 }) },
+    config: (cl) => pools(undefined, cl.gen, { logging: { level: 'info', log_payloads: true } }),
+    logDestination: capture,
   });
 
   it('logs the prompt and the answer, streamed or not, under the request id', async () => {
-    expect((await postJson(`${url}/v1/completions`, { model: 'm', prompt: 'visible prompt' }, { 'x-request-id': 'pay-1' })).status).toBe(200);
-    const streamed = await fetch(`${url}/v1/completions`, {
+    expect((await postJson(`${c.url}/v1/completions`, { model: 'm', prompt: 'visible prompt' }, { 'x-request-id': 'pay-1' })).status).toBe(200);
+    const streamed = await fetch(`${c.url}/v1/completions`, {
       method: 'POST',
       headers: { 'content-type': 'application/json', 'x-request-id': 'pay-2' },
       body: JSON.stringify({ model: 'm', prompt: 'streamed prompt', stream: true }),

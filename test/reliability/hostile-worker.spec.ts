@@ -54,34 +54,41 @@ describe('hostile workers', () => {
   const start = async (config: AppConfigInput, handlers: { ctx?: FakeHandler; gen?: FakeHandler }): Promise<FakeCluster> =>
     (cluster = await startFakeCluster({ health: QUIET_HEALTH, max_retries: 0, ...config }, undefined, handlers));
 
-  it('aborts an endless context answer at limits.max_answer_bytes with 502', async () => {
-    const c = await start({ limits: { max_answer_bytes: 256 * 1024 } }, { ctx: endless });
+  const huge: FakeHandler = (_req, res) => {
+    res.writeHead(200, { 'content-type': 'application/json', 'content-length': String(4 * 1024 ** 3) });
+    res.write('{"choices":[');
+  };
+  it.each([
+    {
+      what: 'aborts an endless context answer at limits.max_answer_bytes with 502',
+      config: { limits: { max_answer_bytes: 256 * 1024 } },
+      handlers: { ctx: endless },
+      status: 502,
+      error: { code: 'answer_too_large' },
+      closed: 'ctx' as const,
+    },
+    {
+      what: 'refuses an answer whose content-length is over the limit without reading it',
+      config: {},
+      handlers: { gen: huge },
+      status: 502,
+      error: { code: 'answer_too_large' },
+      closed: 'gen' as const,
+    },
+    {
+      what: 'bounds a non-streamed answer that drips a byte at a time by timeouts.request_s (504)',
+      config: { timeouts: { request_s: 0.6 } },
+      handlers: { gen: drip({ 'content-type': 'application/json' }, () => ' ') },
+      status: 504,
+      error: { message: expect.stringContaining('timeouts.request_s') },
+      closed: 'gen' as const,
+    },
+  ])('$what', async ({ config, handlers, status, error, closed }) => {
+    const c = await start(config, handlers);
     const res = await postJson(`${c.router.url}/v1/completions`, body);
-    expect(res.status).toBe(502);
-    expect((res.json.error as Record<string, string>).code).toBe('answer_too_large');
-    await waitFor(() => c.ctx.aborted === 1, 5_000, 'the context connection closed');
-    await expectSettled(c.router);
-  });
-
-  it('refuses an answer whose content-length is over the limit without reading it', async () => {
-    const huge: FakeHandler = (_req, res) => {
-      res.writeHead(200, { 'content-type': 'application/json', 'content-length': String(4 * 1024 ** 3) });
-      res.write('{"choices":[');
-    };
-    const c = await start({}, { gen: huge });
-    const res = await postJson(`${c.router.url}/v1/completions`, body);
-    expect(res.status).toBe(502);
-    expect((res.json.error as Record<string, string>).code).toBe('answer_too_large');
-    await waitFor(() => c.gen.aborted === 1, 5_000, 'the generation connection closed');
-    await expectSettled(c.router);
-  });
-
-  it('bounds a non-streamed answer that drips a byte at a time by timeouts.request_s (504)', async () => {
-    const c = await start({ timeouts: { request_s: 0.6 } }, { gen: drip({ 'content-type': 'application/json' }, () => ' ') });
-    const res = await postJson(`${c.router.url}/v1/completions`, body);
-    expect(res.status).toBe(504);
-    expect((res.json.error as Record<string, string>).message).toContain('timeouts.request_s');
-    await waitFor(() => c.gen.aborted === 1, 5_000, 'the generation connection closed');
+    expect(res.status).toBe(status);
+    expect(res.json.error).toMatchObject(error);
+    await waitFor(() => c[closed].aborted === 1, 5_000, `the ${closed} connection closed`);
     await expectSettled(c.router);
   });
 

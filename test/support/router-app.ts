@@ -1,5 +1,6 @@
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import type { ModuleMetadata } from '@nestjs/common';
+import type { DestinationStream } from 'pino';
 import { createRouterApp } from '../../src/app.factory';
 import { buildConfig, type AppConfigInput } from '../../src/config';
 import { ServerRegistry } from '../../src/servers';
@@ -14,11 +15,14 @@ export interface RunningRouter {
 export async function startRouter(
   config: AppConfigInput,
   imports?: ModuleMetadata['imports'],
-  options: { waitReady?: boolean } = {},
+  options: { waitReady?: boolean; logDestination?: DestinationStream } = {},
 ): Promise<RunningRouter> {
   const app = await createRouterApp(buildConfig({ logging: { level: 'error' }, ...config }), {
     imports,
-    logger: process.env.TEST_LOGS ? ['error', 'warn', 'log', 'debug'] : ['error'],
+    // A test that captures the log lines reads them at the config's level.
+    ...(options.logDestination
+      ? { logDestination: options.logDestination }
+      : { logger: process.env.TEST_LOGS ? ['error', 'warn', 'log', 'debug'] : ['error'] }),
   });
   await app.listen(0, '127.0.0.1');
   const address = app.getHttpServer().address() as { port: number };

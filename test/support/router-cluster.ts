@@ -1,5 +1,6 @@
 import { afterAll, afterEach, beforeAll } from '@jest/globals';
 import type { ModuleMetadata } from '@nestjs/common';
+import type { DestinationStream } from 'pino';
 import type { AppConfigInput } from '../../src/config';
 import { startSimCluster, type SimCluster, type SimClusterOptions } from '../../src/simulator';
 import { startEtcd, type EtcdServer } from './etcd-server';
@@ -24,6 +25,8 @@ export interface RouterClusterOptions<W extends string> {
   beforeRouter?: (cluster: RouterCluster<W>) => Promise<void> | void;
   /** Wait until every configured server that answers is prepared (default true). */
   waitReady?: boolean;
+  /** Where the app's pino lines go (read at the config's `logging.level`). */
+  logDestination?: DestinationStream;
   /** Checked after every test (leak checks: counters back to zero, ...). */
   afterEach?: (cluster: RouterCluster<W>) => Promise<void> | void;
 }
@@ -76,7 +79,7 @@ export function useRouterCluster<W extends string = never>(options: RouterCluste
     if (options.sim) sim = await startSimCluster(options.sim);
     await options.beforeRouter?.(cluster);
     const config = typeof options.config === 'function' ? options.config(cluster) : (options.config ?? {});
-    router = await startRouter(config, options.imports, { waitReady: options.waitReady });
+    router = await startRouter(config, options.imports, { waitReady: options.waitReady, logDestination: options.logDestination });
   });
   afterAll(async () => {
     await router?.close();

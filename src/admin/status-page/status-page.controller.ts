@@ -1,6 +1,6 @@
 import { Controller, Get, Header } from '@nestjs/common';
-import { ApiExcludeController, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
-import { AdminEndpoint } from '../admin-endpoint.decorator';
+import { ApiExcludeController, ApiOkResponse, ApiOperation } from '@nestjs/swagger';
+import { AdminController } from '../admin-controller.decorator';
 import { RequestStats, type RequestStatsSnapshot } from './request-stats.service';
 import { STATUS_PAGE_HTML } from './status-page.html';
 import { STATUS_PAGE_SCRIPT } from './status-page.script';
@@ -34,9 +34,7 @@ export class StatusPageController {
   }
 }
 
-@ApiTags('status')
-@AdminEndpoint()
-@Controller('admin/v1/stats')
+@AdminController('stats', 'status')
 export class StatsAdminController {
   constructor(private readonly stats: RequestStats) {}
 

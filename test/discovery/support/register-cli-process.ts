@@ -1,20 +1,30 @@
 import { transformFileSync } from '@swc/core';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
+import { dirname, join, relative, resolve } from 'node:path';
+import ts from 'typescript';
 
-/** The CLI and what it imports (it must not need the Nest app). */
-const CLI_SOURCES = [
-  'config/server-role.ts',
-  'discovery/etcd-client.ts',
-  'discovery/etcd-server-entry.ts',
-  'discovery/lease-registration.ts',
-  'discovery/worker-registration.ts',
-  'discovery/cluster/cluster-keys.ts',
-  'discovery/cluster/cluster-worker-registration.ts',
-  'discovery/register-cli.ts',
-];
+/**
+ * The CLI's own sources: register-cli.ts and every file it reaches through relative imports.
+ * It must load without the Nest app, so reaching a Nest package is an error.
+ */
+function cliSources(src: string): string[] {
+  const seen = new Set<string>();
+  const visit = (file: string): void => {
+    if (seen.has(file)) return;
+    seen.add(file);
+    const { importedFiles } = ts.preProcessFile(readFileSync(join(src, file), 'utf8'), true, false);
+    for (const { fileName } of importedFiles) {
+      if (fileName.startsWith('@nestjs/')) throw new Error(`${file} imports ${fileName}: the register CLI must not need Nest`);
+      if (!fileName.startsWith('.')) continue;
+      const target = relative(src, resolve(src, dirname(file), fileName));
+      visit(existsSync(join(src, `${target}.ts`)) ? `${target}.ts` : join(target, 'index.ts'));
+    }
+  };
+  visit('discovery/register-cli.ts');
+  return [...seen];
+}
 
 /**
  * Compiles the register CLI to CommonJS in a temp dir (as `npm run build` would put it in
@@ -23,7 +33,7 @@ const CLI_SOURCES = [
 export function buildRegisterCli(): { script: string; dir: string; cleanup(): void } {
   const dir = mkdtempSync(join(tmpdir(), 'register-cli-'));
   const src = resolve(process.cwd(), 'src');
-  for (const file of CLI_SOURCES) {
+  for (const file of cliSources(src)) {
     const out = transformFileSync(join(src, file), {
       module: { type: 'commonjs' },
       jsc: { target: 'es2022', parser: { syntax: 'typescript' } },
