@@ -163,7 +163,9 @@ export class KvCacheAwareRouter extends BaseRouter<KvCacheAwareArgs> {
       if (this.args.backfill_block_hashes_on_finish) {
         for (const list of routed.hashes) for (const h of list) table.add(h);
       } else {
-        table.track(routed.hashes.flat(), this.args.routed_blocks_ttl_s * 1000);
+        const ttlMs = this.args.routed_blocks_ttl_s * 1000;
+        // Array.prototype.flat is slow: the usual single prompt goes as it is.
+        for (const list of routed.hashes) table.track(list, ttlMs);
       }
     }
     if (this.eventsAligned(server)) await this.kvEvents.poll(server.url, this.args.kv_events_timeout_s * 1000);
