@@ -37,7 +37,7 @@ const CONNS = Number(args.get('connections') ?? 32);
 const PACED_RATE = Number(args.get('rate') ?? 1000);
 const ONLY = new Set((args.get('only') ?? 'main,latency,platform,transport').split(','));
 const PROFILE = args.has('profile');
-/** `--rows=2k,stream`: only the rows whose name contains one of these (a quick look at one path). */
+/** `--rows=2k,now$`: only the rows whose name contains one of these (`$`: ends with it), a quick look at one path. */
 const ROW_FILTER = args.get('rows')?.split(',');
 
 const root = process.cwd();
@@ -212,7 +212,7 @@ function tables(): TableDef[] {
   }
   const picked = all.filter((t) => ONLY.has(t.name));
   if (!ROW_FILTER) return picked;
-  return picked.map((t) => ({ ...t, rows: t.rows.filter((r) => ROW_FILTER.some((f) => r.row.includes(f))) })).filter((t) => t.rows.length);
+  return picked.map((t) => ({ ...t, rows: t.rows.filter((r) => ROW_FILTER.some((f) => (f.endsWith('$') ? r.row.endsWith(f.slice(0, -1)) : r.row.includes(f)))) })).filter((t) => t.rows.length);
 }
 
 async function measure(def: RowDef, url: string, target: BenchProc | undefined, up: BenchProc): Promise<PointResult> {
