@@ -54,7 +54,7 @@ export class PromptTokenizer {
   async tokenize(request: PromptRequest): Promise<PromptTokens> {
     if (request.tokenIds) return { lists: [request.tokenIds], tokenIds: request.tokenIds };
     const source = promptSourceOf(request.kind, request.body);
-    if (source.type === 'tokens') return { lists: source.tokenLists, tokenIds: ownIdList(request, source.tokenLists) };
+    if (source.type === 'tokens') return { lists: source.tokenLists };
     const builtin = this.args.tokenizer ?? (this.configured ? undefined : SIMULATOR_MODELS[String(request.body.model)]);
     if (!this.configured && builtin !== undefined) return this.builtinLists(request, builtin);
     const model = this.configured ?? this.resolver.resolve(request.body.model);
@@ -127,14 +127,4 @@ function templateInput(body: Readonly<Record<string, unknown>>): ChatTemplateInp
  */
 function hasOnlyStringContent(messages: readonly ChatMessage[]): boolean {
   return messages.every((m) => m == null || m.content == null || typeof m.content === 'string');
-}
-
-/**
- * The client's own flat id list, returned as the prompt's ids so the request's next pick takes
- * it as it is instead of checking it again; the body forwarded is unchanged (the same array).
- * A nested `[[ids]]` prompt is not: forwarding its inner list would change the body.
- */
-function ownIdList(request: PromptRequest, lists: number[][]): number[] | undefined {
-  const own = request.kind === 'completion' ? request.body.prompt : request.body.prompt_token_ids;
-  return lists.length === 1 && lists[0] === own ? lists[0] : undefined;
 }
