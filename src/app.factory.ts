@@ -7,6 +7,7 @@ import { mountAdminDocsOnMainApp } from './admin/admin-docs';
 import { AppModule } from './app.module';
 import type { AppConfig } from './config';
 import { clientErrorHandler, frameworkErrors } from './common/errors/framework-errors';
+import { jsonBodyParser } from './common/json-body-parser';
 import { resolveAppLogger } from './observability/logging/app-logger';
 import type { DestinationStream } from 'pino';
 import { REQUEST_ID_HEADER } from './common';
@@ -46,6 +47,8 @@ export async function createRouterApp(config: AppConfig, options: CreateRouterAp
     adapter,
     { logger: await resolveAppLogger(config.logging, { logger: options.logger, destination: options.logDestination }), abortOnError: false },
   );
+  // Before init, where Nest would register its own (per request, a fresh closure over secure-json-parse).
+  app.useBodyParser('application/json', { bodyLimit: config.limits.max_body_bytes }, jsonBodyParser(app.getHttpAdapter().getInstance()));
   await mountAdminDocsOnMainApp(app, config);
   (app.getHttpServer() as Server).maxConnections = config.limits.max_connections;
   return app;

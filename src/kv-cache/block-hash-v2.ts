@@ -43,13 +43,17 @@ export function v2BlockKey(parentKey: Buffer, tokens: ArrayLike<number>, start =
  * on the previous one and the first on the root of the request's reuse scope.
  */
 export function v2KeyChain(tokenIds: ArrayLike<number>, tokensPerBlock: number, saltId?: bigint): Buffer[] {
+  return extendV2KeyChain([], tokenIds, tokensPerBlock, saltId);
+}
+
+/** `keys`, the keys of the prompt's first `keys.length` full blocks, continued in place to its end. */
+export function extendV2KeyChain(keys: Buffer[], tokenIds: ArrayLike<number>, tokensPerBlock: number, saltId?: bigint): Buffer[] {
   if (!Number.isInteger(tokensPerBlock) || tokensPerBlock <= 0) {
     throw new RangeError(`tokensPerBlock must be a positive integer, got ${tokensPerBlock}`);
   }
   const end = tokenIds.length - 1;
-  const keys: Buffer[] = [];
-  let parent = v2RootKey(saltId);
-  for (let start = 0; start < end; start += tokensPerBlock) {
+  let parent = keys.length ? keys[keys.length - 1] : v2RootKey(saltId);
+  for (let start = keys.length * tokensPerBlock; start < end; start += tokensPerBlock) {
     parent = v2BlockKey(parent, tokenIds, start, Math.min(start + tokensPerBlock, end));
     keys.push(parent);
   }

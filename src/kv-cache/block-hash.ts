@@ -45,13 +45,27 @@ export function blockHashChain(
   loraTaskId?: number | bigint,
   cacheSaltId?: bigint,
 ): bigint[] {
+  return extendBlockHashChain([], tokenIds, tokensPerBlock, loraTaskId, cacheSaltId);
+}
+
+/**
+ * `chain`, the hashes of the prompt's first `chain.length` full blocks (as blockHashChain
+ * gives them), continued in place to the prompt's end: a prompt that extends an earlier one
+ * hashes only its new blocks.
+ */
+export function extendBlockHashChain(
+  chain: bigint[],
+  tokenIds: ArrayLike<number>,
+  tokensPerBlock: number,
+  loraTaskId?: number | bigint,
+  cacheSaltId?: bigint,
+): bigint[] {
   if (!Number.isInteger(tokensPerBlock) || tokensPerBlock <= 0) {
     throw new RangeError(`tokensPerBlock must be a positive integer, got ${tokensPerBlock}`);
   }
   const end = tokenIds.length - 1;
-  const chain: bigint[] = [];
-  let parent = 0n;
-  for (let start = 0; start < end; start += tokensPerBlock) {
+  let parent = chain.length ? chain[chain.length - 1] : 0n;
+  for (let start = chain.length * tokensPerBlock; start < end; start += tokensPerBlock) {
     parent = hashRange(tokenIds, start, min(start + tokensPerBlock, end), parent, loraTaskId, cacheSaltId);
     chain.push(parent);
   }

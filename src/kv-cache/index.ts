@@ -1,5 +1,6 @@
 export * from './block-hash';
 export * from './block-hash-v2';
+export * from './block-hash-cache';
 export * from './block-hash-trie';
 export * from './block-hashes';
 export * from './cache-salt';

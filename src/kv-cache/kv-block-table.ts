@@ -12,8 +12,12 @@ export type BlockKey = bigint | string;
 
 export class KvBlockTable {
   private readonly blocks = new Set<BlockKey>();
-  /** Recorded, not yet confirmed: hash -> expiry (performance.now() ms), oldest first. */
+  /** Recorded, not yet confirmed: hash -> expiry (performance.now() ms). */
   private readonly tracked = new Map<BlockKey, number>();
+  /** The earliest expiry among the recorded blocks (Infinity: none), when the last scan was, and how often one may run. */
+  private earliestExpiry = Infinity;
+  private lastSweep = -Infinity;
+  private sweepGapMs = 0;
   /** Total blocks the worker reported at `created`, when known. */
   capacity?: number;
   eventsApplied = 0;
@@ -50,26 +54,32 @@ export class KvBlockTable {
   clear(): void {
     this.blocks.clear();
     this.tracked.clear();
+    this.earliestExpiry = Infinity;
   }
 
   /** Records blocks of a prompt just served by the worker, valid for `ttlMs` unless confirmed. */
   track(hashes: Iterable<BlockKey>, ttlMs: number, now = performance.now()): void {
     this.sweep(now);
     const expiry = now + ttlMs;
-    for (const h of hashes) {
-      if (this.blocks.has(h)) continue;
-      // Re-inserted so the map stays in expiry order.
-      this.tracked.delete(h);
-      this.tracked.set(h, expiry);
-    }
+    // Updated in place: the same prompt routed again costs no delete and re-insert per block.
+    for (const h of hashes) if (!this.blocks.has(h)) this.tracked.set(h, expiry);
+    if (expiry < this.earliestExpiry) this.earliestExpiry = expiry;
+    this.sweepGapMs = ttlMs / 4;
   }
 
-  /** Drops recorded blocks whose time is up (they sit at the front: one shared ttl). */
+  /**
+   * Drops recorded blocks whose time is up (has() already ignores them): one scan once the
+   * earliest is due, at most every quarter of the ttl, so its cost stays a few steps per block.
+   */
   sweep(now = performance.now()): void {
+    if (now < this.earliestExpiry || now < this.lastSweep + this.sweepGapMs) return;
+    this.lastSweep = now;
+    let earliest = Infinity;
     for (const [h, expiry] of this.tracked) {
-      if (expiry > now) break;
-      this.tracked.delete(h);
+      if (expiry <= now) this.tracked.delete(h);
+      else if (expiry < earliest) earliest = expiry;
     }
+    this.earliestExpiry = earliest;
   }
 
   /** The confirmed hashes, in no particular order (admin state, tests). */

@@ -13,7 +13,7 @@ import { TRANSPORTS } from './lib/transports';
 /**
  * `npm run bench [-- --only=main,latency,platform,transport,ablation,tracing --seconds=4 --rounds=2
  * --connections=32 --rate=1000 --warmup=8 --driver=autocannon --profile[=boot] --profile-targets=router-rr,bare
- * --ab=GIT_REF --upstream=sim]`
+ * --ab=GIT_REF --upstream=sim --rows=2k,stream]`
  *
  * Every figure is compared within one run: rows of a table are measured alternating (the
  * order reversed every other round) and the median over rounds is kept. The measured proxy
@@ -37,6 +37,8 @@ const CONNS = Number(args.get('connections') ?? 32);
 const PACED_RATE = Number(args.get('rate') ?? 1000);
 const ONLY = new Set((args.get('only') ?? 'main,latency,platform,transport').split(','));
 const PROFILE = args.has('profile');
+/** `--rows=2k,now$`: only the rows whose name contains one of these (`$`: ends with it), a quick look at one path. */
+const ROW_FILTER = args.get('rows')?.split(',');
 
 const root = process.cwd();
 const outDir = resolve(root, 'bench-results');
@@ -208,7 +210,9 @@ function tables(): TableDef[] {
     });
     return [{ name: 'profile', title: 'Profile run (V8 CPU profiler on the measured window)', rows }];
   }
-  return all.filter((t) => ONLY.has(t.name));
+  const picked = all.filter((t) => ONLY.has(t.name));
+  if (!ROW_FILTER) return picked;
+  return picked.map((t) => ({ ...t, rows: t.rows.filter((r) => ROW_FILTER.some((f) => (f.endsWith('$') ? r.row.endsWith(f.slice(0, -1)) : r.row.includes(f)))) })).filter((t) => t.rows.length);
 }
 
 async function measure(def: RowDef, url: string, target: BenchProc | undefined, up: BenchProc): Promise<PointResult> {

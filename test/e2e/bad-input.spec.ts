@@ -9,6 +9,10 @@ describe('bad input gets an OpenAI-style error with the right status', () => {
   const cases: [string, string, unknown, number, string | null][] = [
     ['malformed JSON', '/v1/completions', '{"model": "m", "prompt": ', 400, null],
     ['a non-object body', '/v1/completions', '[1,2]', 400, null],
+    ['an empty body', '/v1/completions', '', 400, null],
+    ['a __proto__ key', '/v1/completions', '{"model": "m", "prompt": "x", "__proto__": {"admin": true}}', 400, null],
+    ['a __proto__ key spelt with escapes', '/v1/completions', '{"model": "m", "prompt": "x", "\\u005f_proto__": {"admin": true}}', 400, null],
+    ['a constructor.prototype key', '/v1/chat/completions', '{"model": "m", "messages": [{"role": "user", "constructor": {"prototype": {"admin": true}}}]}', 400, null],
     ['missing model', '/v1/completions', { prompt: 'x' }, 400, 'model'],
     ['model of the wrong type', '/v1/completions', { model: 5, prompt: 'x' }, 400, 'model'],
     ['missing prompt', '/v1/completions', { model: 'm' }, 400, 'prompt'],

@@ -1,6 +1,6 @@
 import { Inject, Logger, Optional } from '@nestjs/common';
 import { z } from 'zod';
-import { blockHashesFor, cacheSaltIdOf, KvEventPoller, paddedTokens, TokensPerBlock, workerTokensPerBlock, type BlockKey } from '../../kv-cache';
+import { BlockHashCache, cacheSaltIdOf, KvEventPoller, paddedTokens, TokensPerBlock, workerTokensPerBlock, type BlockKey } from '../../kv-cache';
 import type { ServerState } from '../../servers';
 import { PromptTokenizer } from '../../tokenizer';
 import { BaseRouter } from '../base-router';
@@ -59,11 +59,16 @@ export class KvCacheAwareRouter extends BaseRouter<KvCacheAwareArgs> {
   private blockSize!: TokensPerBlock;
   private timer?: NodeJS.Timeout;
 
+  private readonly hashCache: BlockHashCache;
+
+  /** The app's shared block-hash cache; a router built alone gets one of its own. */
   constructor(
     private readonly kvEvents: KvEventPoller,
+    @Optional() hashCache?: BlockHashCache,
     @Optional() @Inject(ROUTED_BLOCKS_SINK) private readonly sink?: RoutedBlocksSink,
   ) {
     super();
+    this.hashCache = hashCache ?? new BlockHashCache();
   }
 
   protected override onInit(): void {
@@ -95,7 +100,7 @@ export class KvCacheAwareRouter extends BaseRouter<KvCacheAwareArgs> {
     const now = performance.now();
     for (const server of candidates) {
       const algo = server.kvHashAlgo;
-      if (!byAlgo.has(algo)) byAlgo.set(algo, blockHashesFor(tokenLists, tpb, algo, saltId));
+      if (!byAlgo.has(algo)) byAlgo.set(algo, this.hashCache.chains(tokenLists, tpb, algo, saltId));
       const hashes = byAlgo.get(algo);
       if (!hashes) this.warnOnce(`${server.id}:${algo}`, `${server.url} hashes KV blocks with '${algo}', which this router cannot compute; it gets no prefix matches`);
       const matched = hashes ? this.matchedBlocks(server, hashes, algo, now) * tpb : 0;
@@ -161,9 +166,10 @@ export class KvCacheAwareRouter extends BaseRouter<KvCacheAwareArgs> {
       if (this.args.backfill_block_hashes_on_finish) {
         for (const list of routed.hashes) for (const h of list) table.add(h);
       } else {
-        table.track(routed.hashes.flat(), ttlMs);
+        // Array.prototype.flat is slow: the usual single prompt goes as it is.
+        for (const list of routed.hashes) table.track(list, ttlMs);
       }
-      this.sink?.routed(server, routed.algo, this.args.track_routed_blocks ? routed.hashes.flat() : [], ttlMs);
+      this.sink?.routed(server, routed.algo, !this.args.track_routed_blocks ? [] : routed.hashes.length === 1 ? routed.hashes[0] : routed.hashes.flat(), ttlMs);
     } else if (success) {
       this.sink?.routed(server, server.kvHashAlgo, [], 0);
     }
