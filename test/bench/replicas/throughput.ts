@@ -7,7 +7,7 @@ import { startNats, type NatsServer } from '../../support/nats-server';
 import { runScript } from '../lib/run-script';
 import { buildWorkload } from '../routing/workload';
 import { hasHaproxy, startHaproxy } from './haproxy';
-import { startReplica, stopReplicas, waitForOwners, type Replica } from './replica-procs';
+import { adminCluster, startReplica, stopReplicas, waitForOwners, type Replica } from './replica-procs';
 
 /**
  * Throughput of one router against two replicas (with and without the shared view) on this
@@ -80,6 +80,8 @@ async function scenario(name: string, replicas: number, shared: boolean, nats: N
     const before = shared ? await varz(nats) : undefined;
     const r = await wrk(lb.url, dir);
     const after = shared ? await varz(nats) : undefined;
+    // How old the peers' load reports were when they arrived, as each replica measured them.
+    const staleness = shared ? await Promise.all(procs.map((p) => loadStaleness(p.port))) : [];
     await lb.close();
     const seconds = r.duration_us / 1e6;
     let bus = '';
@@ -88,11 +90,17 @@ async function scenario(name: string, replicas: number, shared: boolean, nats: N
       bus = `bus per request: ${per(after.in_msgs - before.in_msgs)} msgs in, ${per(after.out_msgs - before.out_msgs)} out; ` +
         `${((after.in_bytes - before.in_bytes) / r.requests / 1024).toFixed(2)} KiB in, ${((after.out_bytes - before.out_bytes) / r.requests / 1024).toFixed(2)} KiB out`;
     }
+    if (staleness.length) bus += `; load report age p50/p99/max ms: ${staleness.map((a) => (a ? `${a.p50_ms}/${a.p99_ms}/${a.max_ms}` : '-')).join(', ')}`;
     return `| ${name} | ${replicas} | ${shared ? 'yes' : 'no'} | ${(r.requests / seconds).toFixed(0)} | ${(r.p50_us / 1000).toFixed(1)} | ${(r.p99_us / 1000).toFixed(1)} | ${r.errors + r.non2xx} | ${bus} |`;
   } finally {
     await stopReplicas(procs);
     await sim.close();
   }
+}
+
+async function loadStaleness(port: number): Promise<{ p50_ms: number; p99_ms: number; max_ms: number } | undefined> {
+  const view = (await adminCluster(port)) as { load?: { staleness?: { p50_ms: number; p99_ms: number; max_ms: number } } } | undefined;
+  return view?.load?.staleness;
 }
 
 async function wrkWarm(url: string, dir: string): Promise<void> {
