@@ -28,6 +28,8 @@ export class KvEventStream implements KvEventPublisher, OnModuleDestroy {
   /** Workers polled while the bus was away: their events reached no other replica. */
   readonly unpublished = new Set<string>();
   private messages?: ConsumerMessages;
+  /** Bumped by every stop, so a start still making its consumer knows it was overtaken. */
+  private generation = 0;
   private reading?: Promise<void>;
 
   constructor(
@@ -63,24 +65,32 @@ export class KvEventStream implements KvEventPublisher, OnModuleDestroy {
   /** (Re)starts reading the stream after `afterSeq` (this replica's position by default). */
   async start(afterSeq = this.lastSeq): Promise<void> {
     await this.stop();
+    const generation = this.generation;
     const js = this.bus.js;
     if (!js || !this.bus.connected) return;
     try {
-      // A server that lost its store numbers the re-created stream from 1 again.
-      const info = await this.bus.jsm?.streams.info(this.bus.names.eventStream);
-      if (info && info.state.last_seq < afterSeq) {
-        this.logger.warn(`the event stream restarted at sequence ${info.state.last_seq}: reading it from its start`);
-        this.positions.resetStreamSeqs();
-        afterSeq = 0;
+      const messages = await this.bus.call(async () => {
+        // A server that lost its store numbers the re-created stream from 1 again.
+        const info = await this.bus.jsm?.streams.info(this.bus.names.eventStream);
+        if (info && info.state.last_seq < afterSeq) {
+          this.logger.warn(`the event stream restarted at sequence ${info.state.last_seq}: reading it from its start`);
+          this.positions.resetStreamSeqs();
+          afterSeq = 0;
+        }
+        // An ordered consumer: in order, no acks, re-created by the client when it falls out.
+        const consumer = await js.consumers.get(this.bus.names.eventStream, { opt_start_seq: afterSeq + 1 });
+        return consumer.consume();
+      });
+      // A stop (or another start) came while the consumer was being made: this one is not wanted.
+      if (generation !== this.generation) {
+        await messages.close().catch(() => undefined);
+        return;
       }
       this.lastSeq = afterSeq;
-      // An ordered consumer: in order, no acks, re-created by the client when it falls out.
-      const consumer = await js.consumers.get(this.bus.names.eventStream, { opt_start_seq: afterSeq + 1 });
-      const messages = await consumer.consume();
       this.messages = messages;
       this.reading = this.read(messages);
     } catch (err) {
-      this.logger.warn(`cannot read the event stream: ${(err as Error).message}`);
+      if (this.bus.connected) this.logger.warn(`cannot read the event stream: ${(err as Error).message}`);
     }
   }
 
@@ -119,6 +129,7 @@ export class KvEventStream implements KvEventPublisher, OnModuleDestroy {
   }
 
   async stop(): Promise<void> {
+    this.generation++;
     const messages = this.messages;
     this.messages = undefined;
     if (messages) await messages.close().catch(() => undefined);

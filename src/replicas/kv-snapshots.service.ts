@@ -8,6 +8,7 @@ import { decodeBlocks, encodeBlocks, type EncodedBlocks } from './block-codec';
 import { ReplicaBus } from './replica-bus.service';
 import { busKeyOf } from './rendezvous';
 import { joinParts, partBytesFor, splitParts } from './snapshot-parts';
+import { WatchSlot } from './watch-slot';
 import { isAhead, WorkerPositions } from './worker-positions';
 
 type Tables = Record<string, { blocks: EncodedBlocks; capacity?: number }>;
@@ -49,18 +50,21 @@ export class KvSnapshots implements OnModuleDestroy {
   private readonly logger = new Logger('KvSnapshots');
   /** Position (epoch:last event id) written per worker, so unchanged tables are not written again. */
   private readonly written = new Map<string, string>();
-  private watchStop?: () => void;
   adopted = 0;
   writes = 0;
   /** Parts of the last snapshot written (admin view). */
   lastParts = 0;
+
+  private readonly watching: WatchSlot;
 
   constructor(
     private readonly bus: ReplicaBus,
     private readonly registry: ServerRegistry,
     private readonly applier: KvEventApplier,
     private readonly positions: WorkerPositions,
-  ) {}
+  ) {
+    this.watching = new WatchSlot(bus);
+  }
 
   /** Adopts every stored snapshot ahead of this replica's view; the lowest stream sequence they cover (undefined: none). */
   async loadAll(): Promise<number | undefined> {
@@ -68,7 +72,9 @@ export class KvSnapshots implements OnModuleDestroy {
     if (!kv) return undefined;
     let lowest: number | undefined;
     const keys: string[] = [];
-    for await (const key of await kv.keys(MANIFESTS)) keys.push(key);
+    await this.bus.call(async () => {
+      for await (const key of await kv.keys(MANIFESTS)) keys.push(key);
+    });
     for (const key of keys) {
       const entry = await kv.get(key);
       const snap = entry && (await this.read(kv, entry));
@@ -81,18 +87,18 @@ export class KvSnapshots implements OnModuleDestroy {
 
   /** Follows snapshots other replicas write (one ahead of our view means we missed events). */
   async watch(): Promise<void> {
-    this.watchStop?.();
     const kv = this.bus.snapshots;
     if (!kv) return;
     try {
-      const iter = await kv.watch({ key: MANIFESTS });
-      this.watchStop = () => iter.stop();
-      for await (const entry of iter) {
-        const manifest = parseManifest(entry);
-        if (!manifest || manifest.replica === this.bus.replicaId || !this.isAheadOfMine(manifest)) continue;
-        const snap = await this.read(kv, entry);
-        if (snap) this.adopt(snap);
-      }
+      await this.watching.follow(
+        () => kv.watch({ key: MANIFESTS }),
+        async (entry) => {
+          const manifest = parseManifest(entry);
+          if (!manifest || manifest.replica === this.bus.replicaId || !this.isAheadOfMine(manifest)) return;
+          const snap = await this.read(kv, entry);
+          if (snap) this.adopt(snap);
+        },
+      );
     } catch (err) {
       if (this.bus.connected) this.logger.warn(`snapshot watch ended: ${(err as Error).message}`);
     }
@@ -181,7 +187,7 @@ export class KvSnapshots implements OnModuleDestroy {
   }
 
   onModuleDestroy(): void {
-    this.watchStop?.();
+    this.watching.stop();
   }
 }
 

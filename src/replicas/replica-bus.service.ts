@@ -30,10 +30,24 @@ interface BusEvents {
 /** How long a load entry of a silent replica lives (its heartbeat is every second). */
 export const LOAD_TTL_MS = 5_000;
 
+/** How long shutdown waits for bus calls already under way before it drains the connection. */
+const SHUTDOWN_GRACE_MS = 5_000;
+
+/** A bus call refused because the replica is shutting down. */
+export class BusClosingError extends Error {
+  constructor() {
+    super('the bus connection is closing');
+  }
+}
+
 /**
  * The connection to NATS JetStream that the replica services share. It never blocks startup:
  * a replica without its bus routes on what it knows (degraded) and the client reconnects
  * forever; every (re)connection re-creates the stream and buckets if the server lost them.
+ *
+ * Shutdown (last, after the leases went back) refuses new calls, waits for the calls under
+ * way, and only then drains the connection: the NATS client leaves a heartbeat timer running forever when a
+ * KV watch is opened on a connection that closed meanwhile (README, "Running several replicas", Shutdown).
  */
 @Injectable()
 export class ReplicaBus extends EventEmitter<BusEvents> implements OnModuleInit, OnApplicationShutdown {
@@ -55,6 +69,7 @@ export class ReplicaBus extends EventEmitter<BusEvents> implements OnModuleInit,
   snapshots?: KV;
   load?: KV;
   private closing = false;
+  private readonly underWay = new Set<Promise<unknown>>();
 
   constructor(@Inject(APP_CONFIG) config: AppConfig) {
     super();
@@ -74,7 +89,7 @@ export class ReplicaBus extends EventEmitter<BusEvents> implements OnModuleInit,
   }
 
   get connected(): boolean {
-    return this.state === 'connected';
+    return this.state === 'connected' && !this.closing;
   }
 
   onModuleInit(): void {
@@ -159,18 +174,40 @@ export class ReplicaBus extends EventEmitter<BusEvents> implements OnModuleInit,
     this.load = await kvm.create(this.names.load, { history: 1, ttl: LOAD_TTL_MS });
   }
 
+  /**
+   * Runs `work` against the bus, so shutdown waits for it before closing the connection.
+   * Rejects with BusClosingError, without running it, once shutdown began.
+   */
+  call<T>(work: () => Promise<T>): Promise<T> {
+    if (this.closing) return Promise.reject(new BusClosingError());
+    const running = work();
+    this.underWay.add(running);
+    const done = (): void => void this.underWay.delete(running);
+    running.then(done, done);
+    return running;
+  }
+
   async onApplicationShutdown(): Promise<void> {
     this.closing = true;
+    await this.callsUnderWay();
     const nc = this.nc;
     this.nc = undefined;
     if (nc && !nc.isClosed()) await nc.drain().catch(() => nc.close());
+  }
+
+  private async callsUnderWay(): Promise<void> {
+    if (!this.underWay.size) return;
+    let timer: NodeJS.Timeout | undefined;
+    const grace = new Promise<void>((resolve) => (timer = setTimeout(resolve, SHUTDOWN_GRACE_MS)));
+    await Promise.race([Promise.allSettled([...this.underWay]), grace]);
+    clearTimeout(timer);
   }
 
   /** Runs a bus call; false (never a throw) when the bus is down or the call fails. */
   async attempt(what: string, call: () => Promise<unknown>): Promise<boolean> {
     if (!this.connected) return false;
     try {
-      await call();
+      await this.call(call);
       return true;
     } catch (err) {
       if (this.connected && !this.closing) this.logger.debug(`${what} failed: ${(err as Error).message}`);

@@ -3,6 +3,7 @@ import type { KvWatchEntry } from '@nats-io/kv';
 import { normalizeServerUrl } from '../config';
 import { ServerRegistry } from '../servers';
 import { LOAD_TTL_MS, ReplicaBus } from './replica-bus.service';
+import { WatchSlot } from './watch-slot';
 
 /** One replica's in-flight counts per worker URL: [requests, prompt tokens]. */
 interface LoadReport {
@@ -38,17 +39,20 @@ export class SharedLoad implements OnModuleInit, OnModuleDestroy {
   private lastSent = '';
   private lastSentAt = 0;
   private publishing = false;
-  private watchStop?: () => void;
   /** Recent report ages on receipt, ms (ring buffer). */
   private readonly ages: number[] = [];
   private ageIndex = 0;
   /** Reports received from peers. */
   received = 0;
 
+  private readonly watching: WatchSlot;
+
   constructor(
     private readonly bus: ReplicaBus,
     private readonly registry: ServerRegistry,
-  ) {}
+  ) {
+    this.watching = new WatchSlot(bus);
+  }
 
   onModuleInit(): void {
     this.bus.on('up', () => {
@@ -62,7 +66,7 @@ export class SharedLoad implements OnModuleInit, OnModuleDestroy {
 
   onModuleDestroy(): void {
     if (this.timer) clearInterval(this.timer);
-    this.watchStop?.();
+    this.watching.stop();
   }
 
   /** Replicas seen alive: this one and every peer heard from within LOAD_TTL_MS (bus down: as when it was lost). */
@@ -112,13 +116,10 @@ export class SharedLoad implements OnModuleInit, OnModuleDestroy {
   }
 
   private async watch(): Promise<void> {
-    this.watchStop?.();
     const kv = this.bus.load;
     if (!kv) return;
     try {
-      const iter = await kv.watch({ key: '>' });
-      this.watchStop = () => iter.stop();
-      for await (const entry of iter) this.onEntry(entry);
+      await this.watching.follow(() => kv.watch({ key: '>' }), (entry) => this.onEntry(entry));
     } catch (err) {
       if (this.bus.connected) this.logger.warn(`load watch ended: ${(err as Error).message}`);
     }
