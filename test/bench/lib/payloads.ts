@@ -13,6 +13,17 @@ export function completionBody(stream: boolean): string {
   return JSON.stringify({ model: 'bench-model', prompt: promptText, max_tokens: STREAM_CHUNKS, temperature: 0, stream });
 }
 
+/**
+ * A text prompt of about `words` English words (8,951 Qwen3 tokens for the default), varied
+ * so that the tokenizer's merges do real work, for KV-aware routing through a model tokenizer.
+ */
+export function longTextBody(words = 6000): string {
+  const vocabulary = 'router worker cache prefill decode token block hash policy request answer stream server pool latency memory'.split(' ');
+  const out: string[] = [];
+  for (let i = 0; i < words; i++) out.push(`${vocabulary[(i * 7) % vocabulary.length]}${i % 13 === 0 ? `-${i}` : ''}${i % 17 === 16 ? '.' : ''}`);
+  return JSON.stringify({ model: 'bench-model', prompt: out.join(' '), max_tokens: STREAM_CHUNKS, temperature: 0, stream: false });
+}
+
 /** A 2k-token token-id prompt (for KV-cache-aware routing, which hashes token blocks). */
 export function tokenIdBody(stream: boolean, tokens = 2048): string {
   const prompt = Array.from({ length: tokens }, (_, i) => 1000 + ((i * 7919) % 30000));
