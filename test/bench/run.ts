@@ -93,7 +93,7 @@ const starters: Record<string, Starter> = {
   'router-rr': (up) => startProc({ name: 'router-rr', script: bin('procs/router.js'), args: [`--config=${routerConfig(up, 'round_robin')}`], cpus: PROXY_CPU, logDir, execArgv: profileArgs('router-rr') }),
   'router-kv': (up) => startProc({ name: 'router-kv', script: bin('procs/router.js'), args: [`--config=${routerConfig(up, 'kv_cache_aware')}`], cpus: PROXY_CPU, logDir, execArgv: profileArgs('router-kv') }),
   'router-kv-text': (up) =>
-    startProc({ name: 'router-kv-text', script: bin('procs/router.js'), args: [`--config=${routerConfig(up, 'kv_cache_aware', false, { tokenizer_dir: QWEN3_TOKENIZER_DIR })}`], cpus: PROXY_CPU, logDir }),
+    startProc({ name: 'router-kv-text', script: bin('procs/router.js'), args: [`--config=${routerConfig(up, 'kv_cache_aware', false, { tokenizer_dir: QWEN3_TOKENIZER_DIR })}`], cpus: PROXY_CPU, logDir, execArgv: profileArgs('router-kv-text') }),
   'router-traced': (up) => startProc({ name: 'router-traced', script: bin('procs/router.js'), args: [`--config=${routerConfig(up, 'round_robin', true)}`], cpus: PROXY_CPU, logDir }),
   'nest-fastify': (up) => startProc({ name: 'nest-fastify', script: bin('procs/nest-proxy.js'), args: [...upstreamArgs(up), '--platform=fastify'], cpus: PROXY_CPU, logDir }),
   'nest-express': (up) => startProc({ name: 'nest-express', script: bin('procs/nest-proxy.js'), args: [...upstreamArgs(up), '--platform=express'], cpus: PROXY_CPU, logDir }),

@@ -2,18 +2,10 @@ import { describe, expect, it } from '@jest/globals';
 import { BlockHashCache } from '../../src/kv-cache/block-hash-cache';
 import { cacheSaltId } from '../../src/kv-cache/cache-salt';
 import { blockKeyChain, KV_HASH_ALGOS } from '../../src/kv-cache/hash-algos';
+import { mulberry32 } from '../../src/simulator/seeded-random';
 
-/** A small deterministic generator (mulberry32): the same prompts on every run. */
-function random(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 2 ** 32;
-  };
-}
+/** The same prompts on every run. */
+const random = mulberry32;
 
 const ids = (n: number, rnd: () => number): number[] => Array.from({ length: n }, () => Math.floor(rnd() * 150_000));
 const SALTS = [undefined, cacheSaltId('tenant-a'), cacheSaltId('tenant-b')];

@@ -1,27 +1,19 @@
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { describe, expect, it } from '@jest/globals';
 import { serializeKvEvents, type KvCacheEvent } from '../../src/kv-cache';
 import { KvEventStream } from '../../src/replicas/kv-event-stream.service';
 import { KvSnapshots } from '../../src/replicas/kv-snapshots.service';
 import { busKeyOf } from '../../src/replicas/rendezvous';
 import { ReplicaBus } from '../../src/replicas/replica-bus.service';
-import { FakeWorker, generationHandler } from '../support/fake-worker';
-import { startNats, type NatsServer } from '../support/nats-server';
-import { startRouter, waitFor } from '../support/router-app';
-import { confirmed, TOKEN, waitForOwnership, type Replica } from './support/replica-cluster';
+import { waitFor } from '../support/router-app';
+import { confirmed, waitForOwnership, type Replica } from './support/replica-cluster';
+import { storedBlocks, useScriptedWorkerReplicas } from './support/scripted-worker-replicas';
 
 const BLOCKS = 60_000;
 const PER_EVENT = 1_000;
 /** Beyond 2^53: every bit must survive the parts. */
 const BASE = 18_000_000_000_000_000_000n;
 
-const storedEvent = (id: number, from: number, n: number): KvCacheEvent => ({
-  event_id: id,
-  data: {
-    type: 'stored',
-    parent_hash: null,
-    blocks: Array.from({ length: n }, (_, i) => ({ type: 'stored_block', block_hash: BASE + BigInt(from + i), tokens: [], lora_id: null, cache_level: 0, priority: 35 })),
-  },
-});
+const storedEvent = (id: number, from: number, n: number): KvCacheEvent => storedBlocks(id, Array.from({ length: n }, (_, i) => BASE + BigInt(from + i)));
 
 /**
  * A worker with more cached blocks than one bus message holds (NATS' default max_payload is
@@ -29,36 +21,9 @@ const storedEvent = (id: number, from: number, n: number): KvCacheEvent => ({
  * its snapshot as several parts, and a replica starting later rebuilds the table from them.
  */
 describe('router replicas: a worker with a large KV cache', () => {
-  let nats: NatsServer;
-  let worker: FakeWorker;
-  const replicas: Replica[] = [];
-  const drains: string[] = [];
-
-  const start = async (id: string): Promise<Replica> => {
-    const router = await startRouter({
-      generation_servers: { urls: [worker.url], router: { type: 'kv_cache_aware', tokenizer: 'bytes', tokens_per_block: 16 } },
-      admin: { token: TOKEN },
-      health: { interval_s: 0.2 },
-      cluster: { bus: nats.url, replica_id: id, lease_ttl_s: 1, poll_interval_ms: 20, snapshot_interval_s: 0.2, load_interval_ms: 20 },
-    });
-    const replica = { ...router, id };
-    replicas.push(replica);
-    return replica;
-  };
-  const size = (r: Replica): number => confirmed(r.app, worker.url).size;
-
-  beforeAll(async () => {
-    nats = await startNats();
-    worker = await new FakeWorker(generationHandler()).start();
-    worker.kvEvents = () => drains.shift() ?? '[]';
-    await start('r1');
-    await start('r2');
-  });
-  afterAll(async () => {
-    for (const r of replicas) await r.close().catch(() => undefined);
-    await worker?.close();
-    await nats?.close();
-  });
+  const fixture = useScriptedWorkerReplicas(['r1', 'r2']);
+  const { replicas, drains } = fixture;
+  const size = (r: Replica): number => confirmed(r.app, fixture.worker.url).size;
 
   it('reaches the other replica through the stream and a late one through a snapshot in parts', async () => {
     await waitForOwnership(replicas, 1);
@@ -80,14 +45,14 @@ describe('router replicas: a worker with a large KV cache', () => {
     const bucket = replicas[0].app.get(ReplicaBus).snapshots!;
     let manifest: { last_event_id: number; parts: number } | undefined;
     await waitFor(async () => {
-      manifest = (await bucket.get(`m.${busKeyOf(worker.url)}`))?.json();
+      manifest = (await bucket.get(`m.${busKeyOf(fixture.worker.url)}`))?.json();
       return manifest?.last_event_id === lastId;
     }, 10_000, 'the snapshot after the last event');
     expect(manifest!.parts).toBeGreaterThan(1);
 
-    const late = await start('late');
+    const late = await fixture.start('late');
     await waitFor(() => size(late) === BLOCKS + 1, 30_000, 'the late replica holds every block');
-    const table = confirmed(late.app, worker.url);
+    const table = confirmed(late.app, fixture.worker.url);
     expect(table.has(BASE) && table.has(BASE + BigInt(BLOCKS))).toBe(true);
     expect(late.app.get(KvSnapshots).adopted).toBeGreaterThan(0);
     // From the snapshot, not the stream: it read fewer messages than the drain took.

@@ -1,8 +1,8 @@
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, openSync, closeSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { ensureDebianPackage, serverProcess } from './server-process';
 
 const ETCD_BIN = process.env.ETCD_BIN ?? '/usr/bin/etcd';
 
@@ -28,7 +28,7 @@ export interface EtcdServer {
  * command to run.
  */
 export async function startEtcd(): Promise<EtcdServer> {
-  ensureEtcdInstalled();
+  ensureDebianPackage(ETCD_BIN, 'etcd-server', 'ETCD_BIN');
   const [port, peerPort] = await freePorts(2);
   const dataDir = mkdtempSync(join(tmpdir(), 'disagg-etcd-'));
   const clientUrl = `http://127.0.0.1:${port}`;
@@ -44,38 +44,7 @@ export async function startEtcd(): Promise<EtcdServer> {
     '--logger', 'zap',
     '--log-level', 'warn',
   ];
-  let child: ChildProcess | undefined;
-
-  const start = async (): Promise<void> => {
-    if (child) return;
-    const log = openSync(join(dataDir, 'etcd.log'), 'a');
-    const proc = spawn(ETCD_BIN, args, { stdio: ['ignore', log, log] });
-    closeSync(log);
-    child = proc;
-    let exited: string | undefined;
-    proc.once('exit', (code, signal) => {
-      exited = `etcd exited (${code ?? signal}); see ${join(dataDir, 'etcd.log')}`;
-      if (child === proc) child = undefined;
-    });
-    const deadline = Date.now() + 20_000;
-    for (;;) {
-      if (exited) throw new Error(exited);
-      if (await answers(clientUrl)) return;
-      if (Date.now() > deadline) throw new Error(`etcd did not answer on ${clientUrl} within 20 s; see ${join(dataDir, 'etcd.log')}`);
-      await new Promise((r) => setTimeout(r, 50));
-    }
-  };
-
-  const stop = async (): Promise<void> => {
-    const proc = child;
-    if (!proc) return;
-    child = undefined;
-    if (proc.exitCode !== null || proc.signalCode !== null) return;
-    await new Promise<void>((resolve) => {
-      proc.once('exit', () => resolve());
-      proc.kill('SIGKILL');
-    });
-  };
+  const { start, stop } = serverProcess({ name: `etcd on ${clientUrl}`, bin: ETCD_BIN, args, logFile: join(dataDir, 'etcd.log'), answers: () => answers(clientUrl), pollMs: 50 });
 
   await start();
   return {
@@ -104,21 +73,6 @@ async function answers(clientUrl: string): Promise<boolean> {
   } catch {
     return false;
   }
-}
-
-let installChecked = false;
-
-function ensureEtcdInstalled(): void {
-  if (installChecked || existsSync(ETCD_BIN)) {
-    installChecked = true;
-    return;
-  }
-  if (process.getuid?.() !== 0) {
-    throw new Error(`etcd is not installed (${ETCD_BIN} missing): run "sudo apt-get install -y etcd-server" (or set ETCD_BIN)`);
-  }
-  execFileSync('sh', ['-c', 'apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y etcd-server'], { stdio: 'inherit', timeout: 600_000 });
-  if (!existsSync(ETCD_BIN)) throw new Error(`installing etcd-server did not provide ${ETCD_BIN}`);
-  installChecked = true;
 }
 
 /** Distinct free loopback ports (all bound at once, then released). */

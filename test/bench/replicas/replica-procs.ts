@@ -25,6 +25,29 @@ export async function adminCluster(port: number): Promise<{ workers: { owner: st
   return res?.status === 200 ? ((await res.json()) as { workers: { owner: string | null }[] }) : undefined;
 }
 
+/**
+ * `count` kv_cache_aware replicas r1..rN over these workers, sharing the bus when `bus` is
+ * given (stream and buckets named `name`), resolved once every worker has an owner.
+ */
+export async function startKvReplicas(count: number, workerUrls: readonly string[], tokensPerBlock: number, bus?: { url: string; name: string }): Promise<Replica[]> {
+  const procs: Replica[] = [];
+  try {
+    for (let i = 1; i <= count; i++) {
+      procs.push(await startReplica(`r${i}`, {
+        generation_servers: { urls: workerUrls, router: { type: 'kv_cache_aware', tokens_per_block: tokensPerBlock } },
+        health: { startup_wait_s: 0, interval_s: 1 },
+        logging: { level: 'warn' },
+        ...(bus ? { cluster: { bus: bus.url, replica_id: `r${i}`, name: bus.name } } : {}),
+      }));
+    }
+    if (bus) await waitForOwners(procs, workerUrls.length);
+  } catch (err) {
+    await stopReplicas(procs);
+    throw err;
+  }
+  return procs;
+}
+
 /** Until every replica sees an owner for every worker (bounded: 20 s). */
 export async function waitForOwners(procs: readonly Replica[], workers: number): Promise<void> {
   const deadline = Date.now() + 20_000;
@@ -38,4 +61,22 @@ export async function waitForOwners(procs: readonly Replica[], workers: number):
 export async function stopReplicas(procs: readonly Replica[]): Promise<void> {
   for (const p of procs) if (p.child.exitCode === null && p.child.signalCode === null) p.child.kill('SIGTERM');
   await Promise.all(procs.map((p) => (p.child.exitCode !== null || p.child.signalCode !== null ? undefined : new Promise((r) => p.child.once('exit', r)))));
+}
+
+/**
+ * Runs the scenarios in order, printing each table row as it comes and the whole table at the
+ * end (`header`: its first two lines); `cleanup` runs whatever happens.
+ */
+export async function printScenarioTable(names: readonly string[], run: (name: string) => Promise<string>, header: readonly [string, string], cleanup: () => Promise<void>): Promise<void> {
+  const rows: string[] = [];
+  try {
+    for (const name of names) {
+      const row = await run(name);
+      process.stdout.write(`${row}\n`);
+      rows.push(row);
+    }
+  } finally {
+    await cleanup();
+  }
+  process.stdout.write(['', ...header, ...rows].join('\n') + '\n');
 }

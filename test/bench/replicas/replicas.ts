@@ -1,4 +1,3 @@
-import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -8,6 +7,7 @@ import { startNats, type NatsServer } from '../../support/nats-server';
 import { runScript } from '../lib/run-script';
 import { buildWorkload, type Conversation } from '../routing/workload';
 import { hasHaproxy, startHaproxy } from './haproxy';
+import { adminCluster, printScenarioTable, startKvReplicas, stopReplicas, type Replica } from './replica-procs';
 
 /**
  * The routing-quality workload (multi-turn shared-prefix conversations, 4 simulated workers
@@ -27,31 +27,9 @@ const KV_BLOCKS = 400;
 const TPB = 32;
 const CONCURRENCY = num('concurrency', 16);
 const LATENCY = { prefillMsPerToken: 0.02, decodeMsPerToken: 1, maxBatchSize: 32, overheadMs: 1 };
-const TOKEN = 'bench-admin-token-0123456789';
 const dir = mkdtempSync(join(tmpdir(), 'replicas-bench-'));
 
 interface Sample { start: number; end: number; ok: boolean; prompt: number; cached: number }
-interface Replica { id: string; port: number; child: ChildProcess }
-
-async function startReplica(id: string, config: Record<string, unknown>): Promise<Replica> {
-  const child = spawn(process.execPath, [join(__dirname, 'replica-proc.js'), `--config=${JSON.stringify(config)}`], { stdio: ['ignore', 'pipe', 'inherit'] });
-  const port = await new Promise<number>((resolve, reject) => {
-    let out = '';
-    child.stdout?.on('data', (d: Buffer) => {
-      out += d.toString();
-      const m = /PORT (\d+)/.exec(out);
-      if (m) resolve(Number(m[1]));
-    });
-    child.once('exit', (code) => reject(new Error(`replica ${id} exited (${code})`)));
-  });
-  return { id, port, child };
-}
-
-async function adminCluster(port: number): Promise<{ workers: { owner: string | null }[] } | undefined> {
-  const res = await fetch(`http://127.0.0.1:${port}/admin/v1/cluster`, { headers: { authorization: `Bearer ${TOKEN}` } }).catch(() => undefined);
-  return res?.status === 200 ? ((await res.json()) as { workers: { owner: string | null }[] }) : undefined;
-}
-
 async function turn(url: string, conv: Conversation, t: number): Promise<Sample> {
   const start = performance.now();
   try {
@@ -97,25 +75,9 @@ type Event = 'kill' | 'bus' | undefined;
 
 async function scenario(name: string, replicas: number, shared: boolean, event: Event, nats: NatsServer, workload: Conversation[]): Promise<string> {
   const sim: SimCluster = await startSimCluster({ context: 0, generation: WORKERS, kvBlocks: KV_BLOCKS, tokensPerBlock: TPB, latency: LATENCY, tokenizer: 'bytes' });
-  const procs: Replica[] = [];
+  let procs: Replica[] = [];
   try {
-    for (let i = 1; i <= replicas; i++) {
-      procs.push(await startReplica(`r${i}`, {
-        generation_servers: { urls: sim.generationUrls, router: { type: 'kv_cache_aware', tokens_per_block: TPB } },
-        health: { startup_wait_s: 0, interval_s: 1 },
-        admin: { token: TOKEN },
-        logging: { level: 'warn' },
-        ...(shared ? { cluster: { bus: nats.url, replica_id: `r${i}`, name: name } } : {}),
-      }));
-    }
-    if (shared) {
-      const deadline = Date.now() + 20_000;
-      while (Date.now() < deadline) {
-        const views = await Promise.all(procs.map((p) => adminCluster(p.port)));
-        if (views.every((v) => v && v.workers.length === WORKERS && v.workers.every((w) => w.owner))) break;
-        await new Promise((r) => setTimeout(r, 100));
-      }
-    }
+    procs = await startKvReplicas(replicas, sim.generationUrls, TPB, shared ? { url: nats.url, name } : undefined);
     const lb = await startHaproxy(procs.map((p) => p.port), dir);
     let marks: Record<string, number> = {};
     let fired = false;
@@ -126,12 +88,15 @@ async function scenario(name: string, replicas: number, shared: boolean, event: 
       if (event === 'kill') {
         procs[0].child.kill('SIGKILL');
         void (async () => {
-          for (;;) {
+          // Bounded: a move that takes over 30 s is reported as n/a.
+          for (const deadline = Date.now() + 30_000; Date.now() < deadline; ) {
             const view = await adminCluster(procs[1].port);
-            if (view && view.workers.every((w) => w.owner && w.owner !== 'r1')) break;
+            if (view && view.workers.every((w) => w.owner && w.owner !== 'r1')) {
+              marks = { ...marks, moved: performance.now() };
+              return;
+            }
             await new Promise((r) => setTimeout(r, 50));
           }
-          marks = { ...marks, moved: performance.now() };
         })();
       } else {
         void (async () => {
@@ -161,8 +126,7 @@ async function scenario(name: string, replicas: number, shared: boolean, event: 
     }
     return `| ${name} | ${replicas} | ${shared ? 'yes' : 'no'} | ${pct(hit(samples))} | ${samples.length - failed} | ${failed} | ${seconds.toFixed(1)} | ${extra} |`;
   } finally {
-    for (const p of procs) if (p.child.exitCode === null && p.child.signalCode === null) p.child.kill('SIGTERM');
-    await Promise.all(procs.map((p) => (p.child.exitCode !== null || p.child.signalCode !== null ? undefined : new Promise((r) => p.child.once('exit', r)))));
+    await stopReplicas(procs);
     await sim.close();
   }
 }
@@ -172,7 +136,6 @@ async function main(): Promise<void> {
   const only = (args.get('only') ?? 'single,three_local,three_shared,kill,bus').split(',');
   const nats = await startNats();
   const workload = buildWorkload(OPTS);
-  const rows: string[] = [];
   const plan: Record<string, [number, boolean, Event]> = {
     single: [1, false, undefined],
     three_local: [3, false, undefined],
@@ -181,18 +144,15 @@ async function main(): Promise<void> {
     bus: [3, true, 'bus'],
   };
   process.stdout.write(`workload: ${OPTS.conversations} conversations x ${OPTS.turns} turns, ${WORKERS} workers x ${KV_BLOCKS} KV blocks, ${CONCURRENCY} concurrent, haproxy round-robin\n`);
-  try {
-    for (const name of only) {
-      const [n, shared, event] = plan[name];
-      const row = await scenario(name, n, shared, event, nats, workload);
-      process.stdout.write(`${row}\n`);
-      rows.push(row);
-    }
-  } finally {
-    await nats.close();
-    rmSync(dir, { recursive: true, force: true });
-  }
-  process.stdout.write(['', '| scenario | replicas | shared view | prefix hit rate | ok | failed | s | notes |', '|---|---|---|---|---|---|---|---|', ...rows].join('\n') + '\n');
+  await printScenarioTable(
+    only,
+    (name) => scenario(name, plan[name][0], plan[name][1], plan[name][2], nats, workload),
+    ['| scenario | replicas | shared view | prefix hit rate | ok | failed | s | notes |', '|---|---|---|---|---|---|---|---|'],
+    async () => {
+      await nats.close();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  );
 }
 
 if (require.main === module) runScript(main);

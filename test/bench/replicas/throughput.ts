@@ -7,7 +7,7 @@ import { startNats, type NatsServer } from '../../support/nats-server';
 import { runScript } from '../lib/run-script';
 import { buildWorkload } from '../routing/workload';
 import { hasHaproxy, startHaproxy } from './haproxy';
-import { adminCluster, startReplica, stopReplicas, waitForOwners, type Replica } from './replica-procs';
+import { adminCluster, printScenarioTable, startKvReplicas, stopReplicas, type Replica } from './replica-procs';
 
 /**
  * Throughput of one router against two replicas (with and without the shared view) on this
@@ -63,17 +63,9 @@ async function varz(nats: NatsServer): Promise<Varz> {
 
 async function scenario(name: string, replicas: number, shared: boolean, nats: NatsServer, dir: string): Promise<string> {
   const sim = await startSimCluster({ context: 0, generation: WORKERS, kvBlocks: 400, tokensPerBlock: TPB, latency: LATENCY, tokenizer: 'bytes' });
-  const procs: Replica[] = [];
+  let procs: Replica[] = [];
   try {
-    for (let i = 1; i <= replicas; i++) {
-      procs.push(await startReplica(`r${i}`, {
-        generation_servers: { urls: sim.generationUrls, router: { type: 'kv_cache_aware', tokens_per_block: TPB } },
-        health: { startup_wait_s: 0, interval_s: 1 },
-        logging: { level: 'warn' },
-        ...(shared ? { cluster: { bus: nats.url, replica_id: `r${i}`, name } } : {}),
-      }));
-    }
-    if (shared) await waitForOwners(procs, WORKERS);
+    procs = await startKvReplicas(replicas, sim.generationUrls, TPB, shared ? { url: nats.url, name } : undefined);
     const lb = await startHaproxy(procs.map((p) => p.port), dir);
     // A short warm-up fills the caches, so the measured run sees the steady state.
     await wrkWarm(lb.url, dir);
@@ -118,19 +110,16 @@ async function main(): Promise<void> {
   const only = (args.get('only') ?? 'one,two_local,two_shared').split(',');
   const plan: Record<string, [number, boolean]> = { one: [1, false], two_local: [2, false], two_shared: [2, true], three_shared: [3, true] };
   const nats = await startNats({ monitor: true });
-  const rows: string[] = [];
   process.stdout.write(`wrk -c${CONNECTIONS} ${SECONDS} s per run through haproxy; ${WORKERS} simulated workers; ${bodies.length} rotating bodies\n`);
-  try {
-    for (const name of only) {
-      const row = await scenario(name, plan[name][0], plan[name][1], nats, dir);
-      process.stdout.write(`${row}\n`);
-      rows.push(row);
-    }
-  } finally {
-    await nats.close();
-    rmSync(dir, { recursive: true, force: true });
-  }
-  process.stdout.write(['', '| run | replicas | shared view | req/s | p50 ms | p99 ms | errors | bus |', '|---|---|---|---|---|---|---|---|', ...rows].join('\n') + '\n');
+  await printScenarioTable(
+    only,
+    (name) => scenario(name, plan[name][0], plan[name][1], nats, dir),
+    ['| run | replicas | shared view | req/s | p50 ms | p99 ms | errors | bus |', '|---|---|---|---|---|---|---|---|'],
+    async () => {
+      await nats.close();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  );
 }
 
 if (require.main === module) runScript(main);

@@ -1,0 +1,73 @@
+import { afterAll, beforeAll } from '@jest/globals';
+import type { KvCacheEvent } from '../../../src/kv-cache';
+import { FakeWorker, generationHandler } from '../../support/fake-worker';
+import { startNats, type NatsServer } from '../../support/nats-server';
+import { startRouter } from '../../support/router-app';
+import { TOKEN, type Replica } from './replica-cluster';
+
+/** One scripted worker behind replicas that share a real NATS; its drains answer `drains` in order. */
+export interface ScriptedWorkerReplicas {
+  readonly nats: NatsServer;
+  readonly worker: FakeWorker;
+  readonly replicas: Replica[];
+  /** What the worker's next `/kv_cache_events` answers, in order (then `[]`). */
+  readonly drains: string[];
+  /** Starts one more replica (fast leases, polls and snapshots). */
+  start(id: string): Promise<Replica>;
+}
+
+/** Registers beforeAll/afterAll: NATS, the worker, and replicas `ids` started in order. */
+export function useScriptedWorkerReplicas(ids: readonly string[]): ScriptedWorkerReplicas {
+  let nats: NatsServer | undefined;
+  let worker: FakeWorker | undefined;
+  const replicas: Replica[] = [];
+  const drains: string[] = [];
+  const started = <T>(value: T | undefined, what: string): T => {
+    if (value === undefined) throw new Error(`${what} is not started yet (use it inside a test)`);
+    return value;
+  };
+
+  const fixture: ScriptedWorkerReplicas = {
+    get nats() {
+      return started(nats, 'nats-server');
+    },
+    get worker() {
+      return started(worker, 'the worker');
+    },
+    replicas,
+    drains,
+    async start(id) {
+      const router = await startRouter({
+        generation_servers: { urls: [fixture.worker.url], router: { type: 'kv_cache_aware', tokenizer: 'bytes', tokens_per_block: 16 } },
+        admin: { token: TOKEN },
+        health: { interval_s: 0.2 },
+        cluster: { bus: fixture.nats.url, replica_id: id, lease_ttl_s: 1, poll_interval_ms: 20, snapshot_interval_s: 0.2, load_interval_ms: 20 },
+      });
+      const replica = { ...router, id };
+      replicas.push(replica);
+      return replica;
+    },
+  };
+
+  beforeAll(async () => {
+    nats = await startNats();
+    const w = await new FakeWorker(generationHandler()).start();
+    w.kvEvents = () => drains.shift() ?? '[]';
+    worker = w;
+    for (const id of ids) await fixture.start(id);
+  });
+  afterAll(async () => {
+    for (const r of replicas) await r.close().catch(() => undefined);
+    await worker?.close();
+    await nats?.close();
+  });
+  return fixture;
+}
+
+/** A `stored` event of blocks with these hashes (no parent, no tokens). */
+export function storedBlocks(id: number, hashes: readonly bigint[]): KvCacheEvent {
+  return {
+    event_id: id,
+    data: { type: 'stored', parent_hash: null, blocks: hashes.map((h) => ({ type: 'stored_block', block_hash: h, tokens: [], lora_id: null, cache_level: 0, priority: 35 })) },
+  };
+}
