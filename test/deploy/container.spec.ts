@@ -70,9 +70,11 @@ describe('the image entry command on a clean `npm ci --omit=dev` install', () =>
   }, 240_000);
 
   afterAll(async () => {
-    if (child && child.exitCode === null) {
+    // A child that died of a signal has a signalCode and no exitCode; its 'exit' has fired.
+    if (child && child.exitCode === null && child.signalCode === null) {
+      const gone = new Promise((r) => child!.once('exit', r));
       child.kill('SIGKILL');
-      await new Promise((r) => child!.once('exit', r));
+      await gone;
     }
     rmSync(dir, { recursive: true, force: true });
   });
@@ -91,9 +93,11 @@ describe('the image entry command on a clean `npm ci --omit=dev` install', () =>
     const exited = new Promise<number | null>((r) => child!.once('exit', (code) => r(code)));
     const url = `http://127.0.0.1:${port}`;
     await waitFor(async () => {
-      if (child!.exitCode !== null) throw new Error(`the router exited:\n${output}`);
+      if (child!.exitCode !== null || child!.signalCode !== null) throw new Error(`the router exited (${child!.exitCode ?? child!.signalCode}):\n${output}`);
       return (await fetch(`${url}/health`).catch(() => undefined))?.status === 200;
-    }, 60_000, `the router to be healthy:\n${output}`);
+    }, 60_000, 'the router to be healthy').catch((err: Error) => {
+      throw new Error(`${err.message}; its output:\n${output}`);
+    });
 
     const [hcBin, ...hcArgs] = execForm(last(runtime, 'HEALTHCHECK')!.args.replace(/^.*?\bCMD\s+/, ''));
     expect(hcBin).toBe('node');

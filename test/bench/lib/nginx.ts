@@ -102,7 +102,7 @@ http {
     },
     stop: () =>
       new Promise<void>((resolve) => {
-        if (child.exitCode !== null) return resolve();
+        if (child.exitCode !== null || child.signalCode !== null) return resolve();
         child.once('exit', () => resolve());
         child.kill('SIGQUIT');
         setTimeout(() => child.kill('SIGKILL'), 5000).unref();

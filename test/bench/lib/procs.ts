@@ -104,7 +104,7 @@ export async function startProc(o: StartOptions): Promise<BenchProc> {
       }),
     stop: () =>
       new Promise<void>((resolve) => {
-        if (child.exitCode !== null) return resolve();
+        if (child.exitCode !== null || child.signalCode !== null) return resolve();
         const timer = setTimeout(() => child.kill('SIGKILL'), 8000);
         child.once('exit', () => {
           clearTimeout(timer);

@@ -42,7 +42,7 @@ export async function startHaproxy(ports: readonly number[], dir: string): Promi
   return {
     url,
     close: () => new Promise<void>((resolve) => {
-      if (child.exitCode !== null) return resolve();
+      if (child.exitCode !== null || child.signalCode !== null) return resolve();
       child.once('exit', () => resolve());
       child.kill('SIGTERM');
     }),
