@@ -5,6 +5,7 @@ import { normalizeServerUrl } from '../config';
 import { KvEventApplier, parseKvEventsFast, serializeKvEvents, type KvEventPublisher } from '../kv-cache';
 import { ReplicaBus } from './replica-bus.service';
 import { partBytesFor } from './snapshot-parts';
+import { WatchSlot } from './watch-slot';
 import { WorkerPositions } from './worker-positions';
 
 /**
@@ -27,16 +28,17 @@ export class KvEventStream implements KvEventPublisher, OnModuleDestroy {
   received = 0;
   /** Workers polled while the bus was away: their events reached no other replica. */
   readonly unpublished = new Set<string>();
-  private messages?: ConsumerMessages;
-  /** Bumped by every stop, so a start still making its consumer knows it was overtaken. */
-  private generation = 0;
+  /** The stream consumer: a stop (or another start) while one is being made stops that one. */
+  private readonly reader: WatchSlot;
   private reading?: Promise<void>;
 
   constructor(
     private readonly bus: ReplicaBus,
     private readonly applier: KvEventApplier,
     private readonly positions: WorkerPositions,
-  ) {}
+  ) {
+    this.reader = new WatchSlot(bus);
+  }
 
   publish(serverUrl: string, events: readonly unknown[], restarted: boolean): void {
     if (!events.length) return;
@@ -65,11 +67,10 @@ export class KvEventStream implements KvEventPublisher, OnModuleDestroy {
   /** (Re)starts reading the stream after `afterSeq` (this replica's position by default). */
   async start(afterSeq = this.lastSeq): Promise<void> {
     await this.stop();
-    const generation = this.generation;
     const js = this.bus.js;
     if (!js || !this.bus.connected) return;
     try {
-      const messages = await this.bus.call(async () => {
+      const messages = await this.reader.open(async () => {
         // A server that lost its store numbers the re-created stream from 1 again.
         const info = await this.bus.jsm?.streams.info(this.bus.names.eventStream);
         if (info && info.state.last_seq < afterSeq) {
@@ -81,13 +82,8 @@ export class KvEventStream implements KvEventPublisher, OnModuleDestroy {
         const consumer = await js.consumers.get(this.bus.names.eventStream, { opt_start_seq: afterSeq + 1 });
         return consumer.consume();
       });
-      // A stop (or another start) came while the consumer was being made: this one is not wanted.
-      if (generation !== this.generation) {
-        await messages.close().catch(() => undefined);
-        return;
-      }
+      if (!messages) return;
       this.lastSeq = afterSeq;
-      this.messages = messages;
       this.reading = this.read(messages);
     } catch (err) {
       if (this.bus.connected) this.logger.warn(`cannot read the event stream: ${(err as Error).message}`);
@@ -129,10 +125,7 @@ export class KvEventStream implements KvEventPublisher, OnModuleDestroy {
   }
 
   async stop(): Promise<void> {
-    this.generation++;
-    const messages = this.messages;
-    this.messages = undefined;
-    if (messages) await messages.close().catch(() => undefined);
+    this.reader.stop();
     await this.reading;
     this.reading = undefined;
   }

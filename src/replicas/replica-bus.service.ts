@@ -210,7 +210,7 @@ export class ReplicaBus extends EventEmitter<BusEvents> implements OnModuleInit,
       await this.call(call);
       return true;
     } catch (err) {
-      if (this.connected && !this.closing) this.logger.debug(`${what} failed: ${(err as Error).message}`);
+      if (this.connected) this.logger.debug(`${what} failed: ${(err as Error).message}`);
       return false;
     }
   }
