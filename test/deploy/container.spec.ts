@@ -6,6 +6,7 @@ import { join, resolve } from 'node:path';
 import { unusedPort } from '../support/free-port';
 import { postJson, waitFor } from '../support/router-app';
 import { envOf, execForm, last, parseDockerfile, type Stage } from './dockerfile';
+import { hasExited } from '../support/child-exit';
 
 const ROOT = process.cwd();
 const stages = parseDockerfile(readFileSync(join(ROOT, 'Dockerfile'), 'utf8'));
@@ -70,8 +71,7 @@ describe('the image entry command on a clean `npm ci --omit=dev` install', () =>
   }, 240_000);
 
   afterAll(async () => {
-    // A child that died of a signal has a signalCode and no exitCode; its 'exit' has fired.
-    if (child && child.exitCode === null && child.signalCode === null) {
+    if (child && !hasExited(child)) {
       const gone = new Promise((r) => child!.once('exit', r));
       child.kill('SIGKILL');
       await gone;
@@ -93,7 +93,7 @@ describe('the image entry command on a clean `npm ci --omit=dev` install', () =>
     const exited = new Promise<number | null>((r) => child!.once('exit', (code) => r(code)));
     const url = `http://127.0.0.1:${port}`;
     await waitFor(async () => {
-      if (child!.exitCode !== null || child!.signalCode !== null) throw new Error(`the router exited (${child!.exitCode ?? child!.signalCode}):\n${output}`);
+      if (hasExited(child!)) throw new Error(`the router exited (${child!.exitCode ?? child!.signalCode}):\n${output}`);
       return (await fetch(`${url}/health`).catch(() => undefined))?.status === 200;
     }, 60_000, 'the router to be healthy').catch((err: Error) => {
       throw new Error(`${err.message}; its output:\n${output}`);

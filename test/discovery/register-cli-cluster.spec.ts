@@ -4,6 +4,7 @@ import { ServerRegistry } from '../../src/servers';
 import { FakeWorker, generationHandler } from '../support/fake-worker';
 import { postJson, startRouter, waitFor, type RunningRouter } from '../support/router-app';
 import { buildRegisterCli, runRegisterCli, type CliProcess } from './support/register-cli-process';
+import { hasExited } from '../support/child-exit';
 
 describe('register CLI, disagg_cluster mode', () => {
   let router: RunningRouter;
@@ -20,7 +21,7 @@ describe('register CLI, disagg_cluster mode', () => {
     cli = buildRegisterCli();
   });
   afterAll(async () => {
-    for (const p of running) if (p.child.exitCode === null) p.child.kill('SIGKILL');
+    for (const p of running) if (!hasExited(p.child)) p.child.kill('SIGKILL');
     await Promise.all(running.map((p) => p.exited));
     await router?.close();
     await worker?.close();

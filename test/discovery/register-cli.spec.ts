@@ -4,6 +4,7 @@ import { createEtcdClient, parseEtcdEntry } from '../../src/discovery';
 import { startEtcd, type EtcdServer } from '../support/etcd-server';
 import { waitFor } from '../support/router-app';
 import { buildRegisterCli, runRegisterCli, type CliProcess } from './support/register-cli-process';
+import { hasExited } from '../support/child-exit';
 
 describe('register CLI', () => {
   let etcd: EtcdServer;
@@ -17,7 +18,7 @@ describe('register CLI', () => {
     cli = buildRegisterCli();
   });
   afterAll(async () => {
-    for (const p of running) if (p.child.exitCode === null) p.child.kill('SIGKILL');
+    for (const p of running) if (!hasExited(p.child)) p.child.kill('SIGKILL');
     await Promise.all(running.map((p) => p.exited));
     client?.close();
     await etcd?.close();

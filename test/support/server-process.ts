@@ -1,5 +1,6 @@
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { closeSync, existsSync, openSync } from 'node:fs';
+import { hasExited } from './child-exit';
 
 const installed = new Set<string>();
 
@@ -67,7 +68,7 @@ export function serverProcess(spec: ServerProcessSpec): ServerProcess {
     const proc = child;
     if (!proc) return;
     child = undefined;
-    if (proc.exitCode !== null || proc.signalCode !== null) return;
+    if (hasExited(proc)) return;
     await new Promise<void>((resolve) => {
       proc.once('exit', () => resolve());
       proc.kill('SIGKILL');

@@ -4,6 +4,7 @@ import { createServer } from 'node:net';
 import { join } from 'node:path';
 import type { BenchProc } from './procs';
 import { pin } from './procs';
+import { hasExited } from '../../support/child-exit';
 
 /** nginx (Debian package) as a one-hop reverse proxy reference, when it is installed. */
 export function hasNginx(): boolean {
@@ -102,7 +103,7 @@ http {
     },
     stop: () =>
       new Promise<void>((resolve) => {
-        if (child.exitCode !== null || child.signalCode !== null) return resolve();
+        if (hasExited(child)) return resolve();
         child.once('exit', () => resolve());
         child.kill('SIGQUIT');
         setTimeout(() => child.kill('SIGKILL'), 5000).unref();

@@ -2,6 +2,7 @@ import { execFileSync, fork, type ChildProcess } from 'node:child_process';
 import { openSync } from 'node:fs';
 import { join } from 'node:path';
 import type { ChildMessage, ParentMessage, ProcStats } from './proc-child';
+import { hasExited } from '../../support/child-exit';
 
 /** CPU sets: the measured proxy alone on cpu0, load driver and upstreams on cpu1. */
 export const PROXY_CPU = '0';
@@ -104,7 +105,7 @@ export async function startProc(o: StartOptions): Promise<BenchProc> {
       }),
     stop: () =>
       new Promise<void>((resolve) => {
-        if (child.exitCode !== null || child.signalCode !== null) return resolve();
+        if (hasExited(child)) return resolve();
         const timer = setTimeout(() => child.kill('SIGKILL'), 8000);
         child.once('exit', () => {
           clearTimeout(timer);

@@ -2,6 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { unusedPort } from '../../support/free-port';
+import { hasExited } from '../../support/child-exit';
 
 export const HAPROXY_BIN = process.env.HAPROXY_BIN ?? '/usr/sbin/haproxy';
 
@@ -42,7 +43,7 @@ export async function startHaproxy(ports: readonly number[], dir: string): Promi
   return {
     url,
     close: () => new Promise<void>((resolve) => {
-      if (child.exitCode !== null || child.signalCode !== null) return resolve();
+      if (hasExited(child)) return resolve();
       child.once('exit', () => resolve());
       child.kill('SIGTERM');
     }),

@@ -1,5 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
+import { hasExited } from '../../support/child-exit';
 
 export const BENCH_TOKEN = 'bench-admin-token-0123456789';
 
@@ -59,8 +60,8 @@ export async function waitForOwners(procs: readonly Replica[], workers: number):
 }
 
 export async function stopReplicas(procs: readonly Replica[]): Promise<void> {
-  for (const p of procs) if (p.child.exitCode === null && p.child.signalCode === null) p.child.kill('SIGTERM');
-  await Promise.all(procs.map((p) => (p.child.exitCode !== null || p.child.signalCode !== null ? undefined : new Promise((r) => p.child.once('exit', r)))));
+  for (const p of procs) if (!hasExited(p.child)) p.child.kill('SIGTERM');
+  await Promise.all(procs.map((p) => (hasExited(p.child) ? undefined : new Promise((r) => p.child.once('exit', r)))));
 }
 
 /**
