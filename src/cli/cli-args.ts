@@ -5,8 +5,16 @@ import { packageVersion } from '../version';
 
 /** What the command line asks for, before any file is read. */
 export interface CliOptions {
-  /** Config file: -c/--config_file or --config (the last one given), else DISAGG_CONFIG, else the fallback. */
+  /** Config file: -c/--config or --config_file (the last one given), else DISAGG_CONFIG, else the fallback. */
   configPath: string;
+  /** --config_file was used: TensorRT-LLM's deprecated spelling. */
+  deprecatedConfigFlag?: boolean;
+  /** -s/--schedule_style, over the file's schedule_style. */
+  scheduleStyle?: 'context_first' | 'generation_first';
+  /** --telemetry/--no-telemetry, when given: accepted; this router sends no telemetry either way. */
+  telemetry?: boolean;
+  /** --report_addr FILE: where the bound host:port is written once listening. */
+  reportAddr?: string;
   metadataServerConfigFile?: string;
   /** Seconds; given only when the flag was. */
   serverStartTimeout?: number;
@@ -57,24 +65,34 @@ function portNumber(value: string): number {
   return n;
 }
 
+function scheduleStyle(value: string): 'context_first' | 'generation_first' {
+  const style = value.toLowerCase();
+  if (style !== 'context_first' && style !== 'generation_first') throw new InvalidArgumentError('one of context_first, generation_first');
+  return style;
+}
+
 function logLevel(value: string): string {
   const level = TRTLLM_LOG_LEVELS[value] ?? (OWN_LOG_LEVELS.includes(value) ? value : undefined);
   if (!level) throw new InvalidArgumentError(`one of ${[...Object.keys(TRTLLM_LOG_LEVELS), ...OWN_LOG_LEVELS].join(', ')}`);
   return level;
 }
 
-function buildProgram(onConfig: (path: string) => void): Command {
+function buildProgram(onConfig: (path: string, deprecated: boolean) => void): Command {
   const program = new Command('disagg-router')
     .description('OpenAI-compatible router for disaggregated serving; takes the flags of `trtllm-serve disaggregated`.')
     .usage('[disaggregated] -c CONFIG.yaml [options]')
     .argument('[command]', "optional 'disaggregated', as in `trtllm-serve disaggregated`")
-    .option('-c, --config_file <file>', 'disagg config file (TensorRT-LLM format)')
-    .option('--config <file>', 'same as --config_file')
+    .option('-c, --config <file>', 'disagg config file (TensorRT-LLM format)')
+    .option('--config_file <file>', 'deprecated spelling of --config')
     .option('-m, --metadata_server_config_file <file>', 'metadata server (etcd) config file')
     .option('-t, --server_start_timeout <seconds>', 'how long startup waits for the pools; exit 1 if a pool is still empty then', seconds('-t'))
     .option('-r, --request_timeout <seconds>', 'upstream request timeout (timeouts.request_s)', seconds('-r'))
     .option('-l, --log_level <level>', 'internal_error, error, warning, info, verbose, debug, trace', logLevel)
-    .option('--metrics-log-interval <seconds>', 'log a pool summary every N seconds (0: off)', seconds('--metrics-log-interval'))
+    .option('-s, --schedule_style <style>', 'context_first or generation_first (overrides schedule_style)', scheduleStyle)
+    .option('--metrics-log-interval <seconds>', 'deprecated in TensorRT-LLM; here: log a pool summary every N seconds (0: off)', seconds('--metrics-log-interval'))
+    .option('--telemetry', 'accepted for trtllm-serve compatibility; this router sends no telemetry')
+    .option('--no-telemetry', 'accepted for trtllm-serve compatibility; this router sends no telemetry')
+    .option('--report_addr <file>', 'write the bound host:port to FILE once listening (port 0 allowed)')
     .option('--host <host>', 'listen address (overrides hostname)')
     .option('--port <port>', 'listen port (overrides port)', portNumber)
     .addOption(new Option('--fallback-config <file>').hideHelp())
@@ -83,8 +101,8 @@ function buildProgram(onConfig: (path: string) => void): Command {
     .allowExcessArguments(false)
     .exitOverride()
     .configureOutput({ writeOut: () => undefined, writeErr: () => undefined });
-  program.on('option:config_file', (v: string) => onConfig(v));
-  program.on('option:config', (v: string) => onConfig(v));
+  program.on('option:config_file', (v: string) => onConfig(v, true));
+  program.on('option:config', (v: string) => onConfig(v, false));
   return program;
 }
 
@@ -94,7 +112,11 @@ function buildProgram(onConfig: (path: string) => void): Command {
  */
 export function parseCli(argv: readonly string[], env: NodeJS.ProcessEnv): CliOptions {
   let lastConfig: string | undefined;
-  const program = buildProgram((path) => (lastConfig = path));
+  let deprecatedConfigFlag = false;
+  const program = buildProgram((path, deprecated) => {
+    lastConfig = path;
+    deprecatedConfigFlag ||= deprecated;
+  });
   const usage = program.helpInformation();
   try {
     program.parse([...argv], { from: 'user' });
@@ -119,6 +141,9 @@ export function parseCli(argv: readonly string[], env: NodeJS.ProcessEnv): CliOp
     host?: string;
     port?: number;
     fallbackConfig?: string;
+    schedule_style?: 'context_first' | 'generation_first';
+    telemetry?: boolean;
+    report_addr?: string;
   }>();
   const configPath = lastConfig ?? (env.DISAGG_CONFIG || undefined) ?? opts.fallbackConfig;
   if (!configPath) throw new UsageError('no config file given: use -c FILE (or --config FILE, or DISAGG_CONFIG)', usage);
@@ -127,6 +152,10 @@ export function parseCli(argv: readonly string[], env: NodeJS.ProcessEnv): CliOp
   }
   return {
     configPath,
+    deprecatedConfigFlag,
+    scheduleStyle: opts.schedule_style,
+    telemetry: program.getOptionValueSource('telemetry') === 'cli' ? opts.telemetry : undefined,
+    reportAddr: opts.report_addr,
     metadataServerConfigFile: opts.metadata_server_config_file,
     serverStartTimeout: opts.server_start_timeout,
     requestTimeout: opts.request_timeout,

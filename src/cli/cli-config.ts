@@ -28,6 +28,7 @@ export function configFromCli(cli: CliOptions, env: NodeJS.ProcessEnv): AppConfi
     if (cli.serverStartTimeout !== undefined) out.health = { ...(out.health ?? {}), startup_wait_s: cli.serverStartTimeout };
     if (cli.requestTimeout !== undefined) out.timeouts = { ...(raw.timeouts ?? {}), request_s: cli.requestTimeout };
     if (cli.logLevel !== undefined) out.logging = { ...(raw.logging ?? {}), level: cli.logLevel as 'info' };
+    if (cli.scheduleStyle !== undefined) out.schedule_style = cli.scheduleStyle;
     if (cli.host !== undefined) out.hostname = cli.host;
     if (cli.port !== undefined) out.port = cli.port;
     return out;

@@ -1,13 +1,14 @@
 import { Logger } from '@nestjs/common';
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import { createRouterApp } from '../app.factory';
-import { buildConfig, type AppConfig, type ServerRole } from '../config';
+import { buildConfig, trtllmEnv, type AppConfig, type ServerRole } from '../config';
 import { enableGracefulShutdown } from '../lifecycle/graceful-shutdown';
 import { resolveAppLogger } from '../observability/logging/app-logger';
 import { ServerRegistry } from '../servers';
 import { startEmbeddedCluster } from '../simulator/embedded-cluster';
 import { parseCli } from './cli-args';
 import { configFromCli } from './cli-config';
+import { writeReportAddr } from './report-addr';
 
 /** TensorRT-LLM disaggregated-server keys this router reads but does not implement. */
 const TRTLLM_KEYS_IGNORED = [
@@ -34,10 +35,12 @@ export async function runCli(argv: readonly string[], env: NodeJS.ProcessEnv, op
   const logger = new Logger('Main');
   const cli = parseCli(argv, env);
   let config = configFromCli(cli, env);
+  const switches = trtllmEnv(env);
   // Structured lines from the first one on; the app keeps this logger.
   const appLogger = await resolveAppLogger(config.logging);
   Logger.overrideLogger(appLogger);
   for (const key of TRTLLM_KEYS_IGNORED.filter((k) => k in config)) logger.warn(`${key}: TensorRT-LLM's key is not supported by this router; ignored`);
+  announceTrtllmSwitches(logger, cli, switches);
   let stopCluster: (() => Promise<void>) | undefined;
   if (config.simulate) {
     const cluster = await startEmbeddedCluster(config.simulate);
@@ -57,6 +60,7 @@ export async function runCli(argv: readonly string[], env: NodeJS.ProcessEnv, op
   const { port } = app.getHttpServer().address() as { port: number };
   const url = `http://${config.hostname.includes(':') ? `[${config.hostname}]` : config.hostname}:${port}`;
   logger.log(`disagg-router listening on ${url} (config ${cli.configPath})`);
+  if (cli.reportAddr) logger.log(`reported bound address ${writeReportAddr(cli.reportAddr, config.hostname, port)} to ${cli.reportAddr}`);
   const timers: NodeJS.Timeout[] = [];
   const registry = app.get(ServerRegistry);
   if (cli.serverStartTimeout !== undefined) {
@@ -74,9 +78,20 @@ export async function runCli(argv: readonly string[], env: NodeJS.ProcessEnv, op
   return { app, config, url, close: () => app.close() };
 }
 
+/** The deprecations and switches of TensorRT-LLM's command line and environment, said once at start. */
+function announceTrtllmSwitches(logger: Logger, cli: ReturnType<typeof parseCli>, switches: ReturnType<typeof trtllmEnv>): void {
+  if (cli.deprecatedConfigFlag) logger.warn('--config_file is deprecated, use --config instead.');
+  if (cli.metricsLogInterval) logger.warn('--metrics-log-interval is deprecated in TensorRT-LLM (a no-op there); this router still logs its pool summary');
+  if (cli.telemetry !== undefined) logger.log(`--${cli.telemetry ? '' : 'no-'}telemetry: accepted; this router collects and sends no telemetry`);
+  if (switches.noRetry) logger.log('TRTLLM_DISAGG_NO_RETRY=1: worker calls are not retried');
+  if (switches.benchmarkGenOnly) logger.warn('TRTLLM_DISAGG_BENCHMARK_GEN_ONLY=1: generation-only benchmark mode, the context pool is skipped (answers are not real completions)');
+  if (switches.hashTokensPerBlock !== undefined) logger.log(`TRTLLM_KVCACHE_AWARE_ROUTER_HASH_TOKENS_PER_BLOCK: KV-aware routers hash ${switches.hashTokensPerBlock} tokens per block`);
+}
+
 /** A pool that must serve and has no ready server, or undefined. */
 function emptyPool(registry: ServerRegistry): string | undefined {
   if (registry.ready('generation').length === 0) return 'no generation server is ready';
+  if (trtllmEnv().benchmarkGenOnly) return undefined;
   const context = registry.list('context');
   if (context.length > 0 && registry.ready('context').length === 0) return 'no context server is ready';
   return undefined;

@@ -1,6 +1,8 @@
 import { Controller, Get, Res } from '@nestjs/common';
 import type { FastifyReply } from 'fastify';
+import { SERVER_ROLES } from '../config';
 import { HttpSessionProvider } from '../http-session';
+import { RouterRegistry, type RoutingKeyConfig } from '../routing';
 import { ClusterStatus, ServerRegistry } from '../servers';
 import { packageVersion } from '../version';
 import { HttpApiError } from '../common';
@@ -14,6 +16,7 @@ export class ClusterController {
     private readonly status: ClusterStatus,
     private readonly servers: ServerRegistry,
     private readonly session: HttpSessionProvider,
+    private readonly routers: RouterRegistry,
   ) {}
 
   @Get('health')
@@ -31,9 +34,23 @@ export class ClusterController {
     return { version: packageVersion() };
   }
 
+  /**
+   * Our fields, plus TensorRT-LLM's `server_lists` (every server of each pool as host:port) and,
+   * for KV-aware routers whose servers' hash algorithm is known, `routing_key_configs`.
+   */
   @Get('cluster_info')
   clusterInfo(): Record<string, unknown> {
-    return this.status.clusterInfo();
+    const info = this.status.clusterInfo();
+    const lists: Record<string, string[]> = {};
+    const keys: Record<string, RoutingKeyConfig> = {};
+    for (const role of SERVER_ROLES) {
+      lists[role] = this.servers.list(role).map((s) => new URL(s.url).host);
+      const key = this.routers.router(role).routingKeyConfig?.();
+      if (key) keys[role] = key;
+    }
+    info.server_lists = lists;
+    if (Object.keys(keys).length > 0) info.routing_key_configs = keys;
+    return info;
   }
 
   /** The model list of a ready generation server, passed through. */

@@ -86,6 +86,11 @@ function checkConsistency(config: AppConfig, source: string): void {
       );
     }
   }
+  if (config.conversation_affinity_header_for_subagents && !config.internal_request_auth_key) {
+    throw new ConfigError(
+      `invalid config ${source}:\n  conversation_affinity_header_for_subagents: needs internal_request_auth_key (workers check the affinity hint's signature)`,
+    );
+  }
   const hasGeneration = (config.generation_servers?.urls?.length ?? 0) > 0;
   const discovered = config.metadata_server_config !== undefined || config.disagg_cluster !== undefined || config.simulate !== undefined;
   if (!hasGeneration && !discovered) {

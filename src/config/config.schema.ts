@@ -223,6 +223,15 @@ export const routerConfigSchema = z.looseObject({
   /** Embedded simulated cluster: its workers' URLs replace the url lists. */
   simulate: simulateSchema.optional(),
   cluster: clusterSchema.optional(),
+  /**
+   * TensorRT-LLM's shared key: the router signs KV handoffs (x-trtllm-disagg-auth) and subagent
+   * affinity hints with it (see docs/protocol.md "Signed handoff"). The router's own key, not a worker setting.
+   */
+  internal_request_auth_key: z.string().min(1, 'must be a non-empty string').nullish(),
+  /** Gateway header carrying a sub-agent's parent session id (TensorRT-LLM's subagent routing); needs internal_request_auth_key. */
+  conversation_affinity_header_for_subagents: z.string().trim().min(1, 'must be a non-empty header name').optional(),
+  /** Pools that place a sub-agent by its parent's id: the context pool only, or both. */
+  subagent_affinity_scope: z.enum(['context', 'both']).default('context'),
 });
 
 export type AppConfigInput = z.input<typeof routerConfigSchema>;

@@ -1,8 +1,8 @@
 import { Inject, Injectable, Optional } from '@nestjs/common';
-import { APP_CONFIG, type AppConfig } from '../config';
+import { APP_CONFIG, trtllmEnv, type AppConfig, type ServerRole } from '../config';
 import { RequestTracing } from '../observability/tracing';
 import { HttpApiError } from '../common';
-import { NoServerAvailableError, type RequestKind, type RoutingRequest } from '../routing';
+import { NoServerAvailableError, type RequestKind, type RoutingRequest, type SubagentAffinity } from '../routing';
 import { ServerRegistry } from '../servers';
 import { readAnswerText, AnswerTooLargeError } from './answer-body';
 import { channelWithOwnAbort, type ClientChannel } from './client-channel';
@@ -11,15 +11,23 @@ import { RequestEvents } from '../request-events';
 import { deadlineError, newFlow, type Flow, type Reservation } from './request-flow';
 import { serializeRequest } from './serialize';
 import { StreamRelay } from './stream-relay';
+import { RequestSigner } from './request-signer';
 import {
-  type ContextAnswerOk, contextRequestBody, conversationIdOf, generationFirstBodies, generationRequestText, parseContextAnswer, wholeContextAnswer, stripContextOnly, withPromptTokens,
+  type ContextAnswerOk, benchmarkGenerationBody, contextRequestBody, conversationIdOf, generationFirstBodies, generationParams, generationRequestText,
+  parseContextAnswer, wholeContextAnswer, stripContextOnly, withDisaggRequestId, withPromptTokens,
 } from './trtllm-protocol';
-import { UpstreamDispatch } from './upstream-dispatch';
+import { UpstreamDispatch, type Attempts } from './upstream-dispatch';
 import { ClientGoneError } from '../common';
 import { contextUsageOf, type ContextUsage } from './usage';
 import { workerErrorBody } from './worker-error';
 
 type Body = Record<string, unknown>;
+
+interface BuiltBody {
+  text: string;
+  body: Body;
+  params: Body;
+}
 
 /** What the context phase ended with: a refusal to relay as it is, or an answer to continue from. */
 type ContextOutcome =
@@ -36,6 +44,9 @@ type ContextOutcome =
 @Injectable()
 export class DisaggService {
   private readonly nodeId: number;
+  private readonly signer: RequestSigner;
+  /** TRTLLM_DISAGG_BENCHMARK_GEN_ONLY=1: generation-only benchmark mode (see benchmarkGenerationBody). */
+  private readonly benchmarkGenOnly: boolean;
 
   constructor(
     @Inject(APP_CONFIG) private readonly config: AppConfig,
@@ -46,6 +57,8 @@ export class DisaggService {
     @Optional() private readonly tracing?: RequestTracing,
   ) {
     this.nodeId = config.node_id ?? defaultNodeId();
+    this.signer = new RequestSigner(config);
+    this.benchmarkGenOnly = trtllmEnv().benchmarkGenOnly;
   }
 
   /** Aggregated when the cluster has no context pool (see ServerRegistry.hasContextPool). */
@@ -57,6 +70,7 @@ export class DisaggService {
     const disaggId = nextDisaggRequestId(this.nodeId);
     const flow = newFlow({
       disaggId, kind, body, channel, headers,
+      subagentAffinity: this.signer.affinityOf(headers),
       requestMs: this.config.timeouts.request_s * 1000,
       trace: this.tracing?.startRequest(kind, channel.requestId),
     });
@@ -86,13 +100,17 @@ export class DisaggService {
 
   private async run(flow: Flow, body: Body, disaggId: number): Promise<number> {
     if (this.aggregated) return this.wholeRequest(flow, body);
+    if (this.benchmarkGenOnly) {
+      flow.done.mode = 'benchmark_gen_only';
+      return this.generate(flow, this.attempts(flow, 'generation', benchmarkGenerationBody(withPromptTokens(flow.kind, body, flow.routing.tokenIds))), undefined, []);
+    }
     if (this.config.schedule_style === 'generation_first') return this.generationFirst(flow, body, disaggId);
     // Checked here so the common path does not pay for an async call that returns nothing.
     const reserved = this.config.conditional_disagg_config ? await this.conditionalReservation(flow) : undefined;
     if (reserved?.skipContext) {
       flow.done.mode = 'local_prefill';
-      const text = serializeRequest(withPromptTokens(flow.kind, stripContextOnly(body), flow.routing.tokenIds));
-      return this.generate(flow, text, undefined, [], reserved.held);
+      const local = withPromptTokens(flow.kind, stripContextOnly(body), flow.routing.tokenIds);
+      return this.generate(flow, this.attempts(flow, 'generation', local), undefined, [], reserved.held);
     }
     const ctx = await this.contextPhase(flow, body, disaggId, reserved?.held);
     if (ctx.refused) {
@@ -107,9 +125,12 @@ export class DisaggService {
       await this.relay.answerFromContext(flow, wholeContextAnswer(answer));
       return 200;
     }
-    const genText = generationRequestText(flow.kind, body, answer, disaggId);
+    const genAttempts = this.attemptsWithIds(flow, 'generation', disaggId, (id) => {
+      const params = generationParams(body, answer, id);
+      return { text: generationRequestText(flow.kind, body, answer, id, params), body, params };
+    });
     flow.done.ctxRequestId = (answer.choice.disaggregated_params as { ctx_request_id?: number }).ctx_request_id;
-    return this.generate(flow, genText, contextUsageOf(answer.json), [ctx.server], reserved?.held);
+    return this.generate(flow, genAttempts, contextUsageOf(answer.json), [ctx.server], reserved?.held);
   }
 
   /** Aggregated: one server does the whole request, given the prompt's ids its pick computed. */
@@ -117,8 +138,9 @@ export class DisaggService {
     flow.done.mode = 'aggregated';
     const timeoutMs = this.generationStarts(flow);
     const first = await this.dispatch.pick(flow, 'generation', []);
-    const text = this.serializeFor(flow, first, withPromptTokens(flow.kind, body, flow.routing.tokenIds));
-    return this.generation(flow, first, text, undefined, [], timeoutMs);
+    const whole = withPromptTokens(flow.kind, body, flow.routing.tokenIds);
+    const text = this.serializeFor(flow, first, whole);
+    return this.generation(flow, first, this.attempts(flow, 'generation', whole, text), undefined, [], timeoutMs);
   }
 
   /**
@@ -139,8 +161,11 @@ export class DisaggService {
     const exclude = reservedGen ? [reservedGen.route.server.url] : [];
     const first = await this.dispatch.pick(flow, 'context', exclude);
     // Built once the context router picked: a KV-aware router may have tokenized the prompt.
-    const text = this.serializeFor(flow, first, contextRequestBody(flow.kind, body, flow.routing.tokenIds, disaggId));
-    const call = await this.dispatch.send(flow, 'context', first, text, exclude, this.contextTimeoutMs(), false);
+    const ctxBody = contextRequestBody(flow.kind, body, flow.routing.tokenIds, disaggId);
+    const text = this.serializeFor(flow, first, ctxBody);
+    const attempts = this.attemptsWithIds(flow, 'context', disaggId, (id) =>
+      id === disaggId ? { text, body: ctxBody, params: ctxBody.disaggregated_params as Body } : this.built(withDisaggRequestId(ctxBody, id)));
+    const call = await this.dispatch.send(flow, 'context', first, attempts, exclude, this.contextTimeoutMs(), false);
     const { router, route, res } = call;
     flow.done.contextServer = route.server.url;
     const answer = await this.dispatch.readAnswer(flow, 'context', call);
@@ -167,10 +192,11 @@ export class DisaggService {
     flow.done.contextServer = ctxServer.url;
     flow.done.ctxRequestId = disaggId;
     const bodies = generationFirstBodies(withPromptTokens(flow.kind, body, flow.routing.tokenIds), disaggId, conversationIdOf(body), ctxServer.serverInfo);
-    let genText: string, ctxText: string;
+    // The two calls are linked by this id (ctx_request_id), so a retry keeps it.
+    let genText: Attempts, ctxText: Attempts;
     try {
-      genText = serializeRequest(bodies.generation);
-      ctxText = serializeRequest(bodies.context);
+      genText = this.attempts(flow, 'generation', bodies.generation);
+      ctxText = this.attempts(flow, 'context', bodies.context);
     } catch (err) {
       this.dispatch.finish(flow, ctx.router, false);
       throw err;
@@ -203,7 +229,7 @@ export class DisaggService {
   }
 
   /** The generation phase on the reserved server, or on one picked now (after the context phase). */
-  private async generate(flow: Flow, body: string, ctxUsage: ContextUsage | undefined, exclude: string[], reserved?: Reservation): Promise<number> {
+  private async generate(flow: Flow, body: Attempts, ctxUsage: ContextUsage | undefined, exclude: string[], reserved?: Reservation): Promise<number> {
     const timeoutMs = this.generationStarts(flow);
     const first = reserved ?? (await this.dispatch.pick(flow, 'generation', exclude));
     return this.generation(flow, first, body, ctxUsage, exclude, timeoutMs);
@@ -219,11 +245,38 @@ export class DisaggService {
     return timeoutMs;
   }
 
-  private async generation(flow: Flow, first: Reservation, body: string, ctxUsage: ContextUsage | undefined, exclude: string[], timeoutMs: number): Promise<number> {
+  private async generation(flow: Flow, first: Reservation, body: Attempts, ctxUsage: ContextUsage | undefined, exclude: string[], timeoutMs: number): Promise<number> {
     const call = await this.dispatch.send(flow, 'generation', first, body, exclude, timeoutMs, flow.done.stream);
     flow.done.generationServer = call.route.server.url;
     flow.timings.firstByte = performance.now() - flow.started;
     return this.relay.relay(flow, call, ctxUsage);
+  }
+
+  /**
+   * The attempts of a call whose body does not change on a retry; plain text when no header
+   * is signed for it (the common case: no object per attempt).
+   */
+  private attempts(flow: Flow, role: ServerRole, body: Body, text = serializeRequest(body)): Attempts {
+    const headers = this.signer.headersFor({ role, body, params: body.disaggregated_params as Body | undefined, affinity: flow.routing.subagentAffinity });
+    return headers ? () => ({ body: text, headers }) : text;
+  }
+
+  /**
+   * The attempts of a call naming a disagg_request_id: each retry gets a fresh id, as
+   * TensorRT-LLM issues one (a worker may still hold the failed attempt's), signed anew.
+   * `build` gives the text sent, and the body (model, conversation_params) and
+   * disaggregated_params it carries, which the signatures cover.
+   */
+  private attemptsWithIds(flow: Flow, role: ServerRole, firstId: number, build: (id: number) => BuiltBody): Attempts {
+    const affinity = flow.routing.subagentAffinity;
+    return (attempt) => {
+      const { text, body, params } = build(attempt === 0 ? firstId : nextDisaggRequestId(this.nodeId));
+      return { body: text, headers: this.signer.headersFor({ role, body, params, affinity }) };
+    };
+  }
+
+  private built(body: Body): BuiltBody {
+    return { text: serializeRequest(body), body, params: body.disaggregated_params as Body };
   }
 
   private contextTimeoutMs(): number {

@@ -1,7 +1,7 @@
 import type { ServerRole } from '../config';
 import type { RequestTrace } from '../observability/tracing';
 import { HttpApiError, REQUEST_ID_HEADER } from '../common';
-import type { RequestKind, RouteResult, Router, RoutingRequest } from '../routing';
+import type { RequestKind, RouteResult, Router, RoutingRequest, SubagentAffinity } from '../routing';
 import type { ClientChannel } from './client-channel';
 import { RequestDeadline } from './request-deadline';
 import type { RequestDoneEvent, RequestTimings } from '../request-events';
@@ -47,6 +47,8 @@ export interface FlowStart {
   body: Record<string, unknown>;
   channel: ClientChannel;
   headers: RoutingRequest['headers'];
+  /** A sub-agent's parent session id from the configured gateway header. */
+  subagentAffinity: SubagentAffinity | undefined;
   requestMs: number;
   trace: RequestTrace | undefined;
 }
@@ -56,7 +58,7 @@ export function newFlow(start: FlowStart): Flow {
   // Every field present from the start: one object shape per request, no spreads at the end.
   const timings: RequestTimings = { contextStart: undefined, contextEnd: undefined, generationStart: undefined, firstByte: undefined, end: 0 };
   return {
-    routing: { id: String(start.disaggId), kind, body: start.body, headers: start.headers },
+    routing: { id: String(start.disaggId), kind, body: start.body, headers: start.headers, subagentAffinity: start.subagentAffinity },
     kind,
     channel,
     started: performance.now(),

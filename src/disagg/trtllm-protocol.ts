@@ -45,17 +45,42 @@ export function contextRequestBody(kind: RequestKind, body: Body, tokenIds: numb
   };
 }
 
-/**
- * See docs/protocol.md "Generation request": the client's request with the context answer's
- * disaggregated_params (turned generation_only) and, when it echoed them, the prompt's ids,
- * spliced in as the text they came as (no parse and re-stringify of the bulk of the body).
- */
-export function generationRequestText(kind: RequestKind, body: Body, ctx: ContextAnswerOk, disaggId: number): string {
+/** The generation request's disaggregated_params: the context answer's, turned generation_only. */
+export function generationParams(body: Body, ctx: ContextAnswerOk, disaggId: number): Body {
   const params = { ...(ctx.choice.disaggregated_params as Body) };
   params.request_type = 'generation_only';
   params.disagg_request_id = disaggId;
   const conversationId = conversationIdOf(body);
   if (conversationId !== undefined) params.conversation_id = conversationId;
+  return params;
+}
+
+/** The body with another disagg_request_id (a retry's), or as it is when it names none. */
+export function withDisaggRequestId(body: Body, disaggId: number): Body {
+  const params = body.disaggregated_params as Body | undefined;
+  if (params?.disagg_request_id === undefined) return body;
+  return { ...body, disaggregated_params: { ...params, disagg_request_id: disaggId } };
+}
+
+/**
+ * TRTLLM_DISAGG_BENCHMARK_GEN_ONLY=1: no context phase; the generation request carries the
+ * params TensorRT-LLM hard-codes for it (first token 7, context request 1) and ignore_eos, so
+ * a generation worker in the same mode generates max_tokens from a prompt it never received.
+ */
+export function benchmarkGenerationBody(body: Body): Body {
+  return {
+    ...body,
+    ignore_eos: true,
+    disaggregated_params: { request_type: 'generation_only', first_gen_tokens: [7], ctx_request_id: 1, encoded_opaque_state: null, draft_tokens: null },
+  };
+}
+
+/**
+ * See docs/protocol.md "Generation request": the client's request with the context answer's
+ * disaggregated_params (turned generation_only) and, when it echoed them, the prompt's ids,
+ * spliced in as the text they came as (no parse and re-stringify of the bulk of the body).
+ */
+export function generationRequestText(kind: RequestKind, body: Body, ctx: ContextAnswerOk, disaggId: number, params = generationParams(body, ctx, disaggId)): string {
   const idsKey = kind === 'completion' ? 'prompt' : 'prompt_token_ids';
   if (ctx.promptIdsText === undefined) return serializeRequest({ ...body, disaggregated_params: params });
   const { [idsKey]: _replaced, ...rest } = body;

@@ -1,7 +1,7 @@
 import { Inject, Injectable, Logger, Optional } from '@nestjs/common';
 import type { Dispatcher } from 'undici';
 import { AdmissionService } from '../admission/admission.service';
-import { APP_CONFIG, type AppConfig, type ServerRole } from '../config';
+import { APP_CONFIG, trtllmEnv, type AppConfig, type ServerRole } from '../config';
 import { classifyTransportError, clientSafeCode, HttpSessionClosedError, HttpSessionProvider } from '../http-session';
 import { HttpApiError } from '../common';
 import { NoServerAvailableError, RouterRegistry, type RouteResult, type Router } from '../routing';
@@ -10,6 +10,18 @@ import { RequestEvents, type UpstreamFailureEvent } from '../request-events';
 import type { Flow, Reservation } from './request-flow';
 import { SameServerRetry } from './same-server-retry';
 import { ClientGoneError, INFERENCE_PATH, type UpstreamFailureKind } from '../common';
+
+/** What one attempt of a call sends: its body, and headers signed for that body. */
+export interface Attempt {
+  body: string;
+  headers: Record<string, string> | undefined;
+}
+
+/**
+ * The attempts of a call, by number (0 is the first): a body naming a disagg_request_id gets
+ * a fresh one on every retry, and its signatures with it. A string: every attempt sends it.
+ */
+export type Attempts = string | ((attempt: number) => Attempt);
 
 /** A call that got an answer head: the server's reservation, its answer, and how large it may grow. */
 export interface Dispatched extends Reservation {
@@ -29,6 +41,8 @@ export class UpstreamDispatch {
   private readonly onFinishError = (err: Error): void => {
     this.logger.error(`finishRequest failed: ${err.message}`);
   };
+  /** TRTLLM_DISAGG_NO_RETRY=1 turns retries off, as in TensorRT-LLM. */
+  private readonly maxRetries: number;
 
   constructor(
     @Inject(APP_CONFIG) private readonly config: AppConfig,
@@ -36,7 +50,9 @@ export class UpstreamDispatch {
     private readonly routers: RouterRegistry,
     private readonly events: RequestEvents,
     @Optional() private readonly admission?: AdmissionService,
-  ) {}
+  ) {
+    this.maxRetries = trtllmEnv().noRetry ? 0 : config.max_retries;
+  }
 
   /**
    * A server of the role's pool, reserved until finish(). The token ids (or the reason there
@@ -51,7 +67,8 @@ export class UpstreamDispatch {
   /**
    * Sends to the reserved server, retrying connection failures and 5xx answers on another
    * server (the failed ones excluded) up to max_retries, or on the same one after a backoff
-   * when no other is left. Nothing has reached the client yet, so a retry is always safe
+   * when no other is left (TRTLLM_DISAGG_NO_RETRY=1: no retries). Every attempt sends what
+   * `attempts` gives for it. Nothing has reached the client yet, so a retry is always safe
    * here. 4xx answers are returned as they are. A 500 counts against its server only once
    * another server answered the same request (see reportFailures).
    */
@@ -59,7 +76,7 @@ export class UpstreamDispatch {
     flow: Flow,
     role: ServerRole,
     first: Reservation,
-    body: string,
+    attempts: Attempts,
     /** Owned by this call: failed servers are added to it. */
     excluded: string[],
     timeoutMs: number,
@@ -69,9 +86,8 @@ export class UpstreamDispatch {
     let lastFailed: string | undefined;
     let sameServer: SameServerRetry | undefined;
     let unproven: UpstreamFailureEvent[] | undefined;
-    const attempts = this.config.max_retries + 1;
-    const headers = stream ? (flow.streamHeaders ??= { ...flow.headers, accept: 'text/event-stream' }) : flow.headers;
-    for (let attempt = 0; attempt < attempts; attempt++) {
+    const baseHeaders = stream ? (flow.streamHeaders ??= { ...flow.headers, accept: 'text/event-stream' }) : flow.headers;
+    for (let attempt = 0; attempt <= this.maxRetries; attempt++) {
       if (flow.channel.abort.aborted) throw new ClientGoneError();
       let held = first;
       if (attempt > 0) {
@@ -83,6 +99,9 @@ export class UpstreamDispatch {
       }
       const { router, route } = held;
       const server = route.server;
+      const sent = typeof attempts === 'string' ? undefined : attempts(attempt);
+      const body = sent ? sent.body : (attempts as string);
+      const headers = sent?.headers ? { ...baseHeaders, ...sent.headers } : baseHeaders;
       flow.upstreamRole = role;
       flow.upstreamUrl = server.url;
       flow.trace?.callStarted(role, server.url, attempt, headers);

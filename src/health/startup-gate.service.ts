@@ -1,5 +1,5 @@
 import { Inject, Injectable, Logger, OnModuleDestroy, OnModuleInit } from '@nestjs/common';
-import { APP_CONFIG, type AppConfig } from '../config';
+import { APP_CONFIG, trtllmEnv, type AppConfig } from '../config';
 import { ClusterStatus, ServerRegistry, type Readiness } from '../servers';
 
 /**
@@ -16,6 +16,8 @@ export class StartupGate implements OnModuleInit, OnModuleDestroy {
   private open = false;
   private timer?: NodeJS.Timeout;
   private readonly cleanup: Array<() => void> = [];
+  /** TRTLLM_DISAGG_BENCHMARK_GEN_ONLY=1: only the generation pool is waited for, as in TensorRT-LLM. */
+  private readonly role = trtllmEnv().benchmarkGenOnly ? ('generation' as const) : undefined;
 
   constructor(
     @Inject(APP_CONFIG) config: AppConfig,
@@ -64,7 +66,7 @@ export class StartupGate implements OnModuleInit, OnModuleDestroy {
 
   readiness(): Readiness {
     if (!this.waiting) return { ready: true };
-    const all = this.registry.list();
+    const all = this.registry.list(this.role);
     const ready = all.filter((s) => s.status === 'ready').length;
     const pending = this.holds.size ? `, waiting for ${[...this.holds].join(', ')}` : '';
     return {
@@ -75,7 +77,7 @@ export class StartupGate implements OnModuleInit, OnModuleDestroy {
 
   private evaluate(): void {
     if (this.open) return;
-    const all = this.registry.list();
+    const all = this.registry.list(this.role);
     const prepared = this.holds.size === 0 && all.every((s) => s.status !== 'preparing');
     if (!prepared && Date.now() < this.deadline) return;
     this.open = true;

@@ -1,3 +1,6 @@
+import type { ServerRole } from '../config';
+import type { RoutingRequest } from './router.interface';
+
 /** Request headers that carry a multi-turn id, in the order they are looked at. */
 export const CONVERSATION_ID_HEADERS = ['x-session-id', 'x-correlation-id', 'x-session-affinity', 'x-multi-turn-session-id'] as const;
 
@@ -12,6 +15,15 @@ export type RequestHeaders = Readonly<Record<string, string | string[] | undefin
  */
 export function conversationIdOf(body: Readonly<Record<string, unknown>>, headers?: RequestHeaders): string | undefined {
   return idIn(body.conversation_params) ?? idIn(body.disaggregated_params) ?? headerId(headers) ?? idValue(body.prompt_cache_key);
+}
+
+/**
+ * The id a conversation router places a request by: a sub-agent's parent session id in the
+ * pools its affinity covers (TensorRT-LLM's subagent routing), else the conversation id.
+ */
+export function routingIdOf(request: RoutingRequest, role: ServerRole): string | undefined {
+  const affinity = request.subagentAffinity;
+  return affinity?.roles.includes(role) ? affinity.id : conversationIdOf(request.body, request.headers);
 }
 
 function idIn(params: unknown): string | undefined {

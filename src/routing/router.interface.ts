@@ -18,6 +18,20 @@ export interface RoutingRequest {
   readonly headers?: Readonly<Record<string, string | string[] | undefined>>;
   /** Why an earlier pick could not tokenize the prompt's text (RouteInfo.untokenized). */
   readonly untokenized?: string;
+  /** A sub-agent's parent session id (see conversation-id.ts routingIdOf). */
+  readonly subagentAffinity?: SubagentAffinity;
+}
+
+/** The parent session id a gateway header gave a sub-agent's request, and the pools that place it by that id. */
+export interface SubagentAffinity {
+  readonly id: string;
+  readonly roles: readonly ServerRole[];
+}
+
+/** What a KV-aware router hashes prompts with, as TensorRT-LLM's /cluster_info reports it. */
+export interface RoutingKeyConfig {
+  tokens_per_block: number;
+  kv_cache_hash_algo: string;
 }
 
 export interface RouteInfo {
@@ -75,6 +89,8 @@ export interface Router {
   onServersUpdated(servers: readonly ServerState[]): void;
   readonly servers: readonly ServerState[];
   snapshot(): RouterSnapshot;
+  /** KV-aware routers: the block size and hash algorithm of their ready servers (none known: undefined). */
+  routingKeyConfig?(): RoutingKeyConfig | undefined;
   /** Stops background work (polling); in-flight requests may still finish afterwards. */
   close(): Promise<void>;
 }

@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { SERVER_ROLES } from '../config';
+import { SERVER_ROLES, trtllmEnv } from '../config';
 import { ServerRegistry } from './server-registry.service';
 
 export interface Readiness {
@@ -12,12 +12,15 @@ export type ReadinessGate = () => Readiness;
 
 /**
  * Whether the router can serve: a ready generation server, and a ready context server when
- * the cluster has context servers at all; plus every registered gate.
+ * the cluster has context servers at all (unless in generation-only benchmark mode); plus
+ * every registered gate.
  */
 @Injectable()
 export class ClusterStatus {
   private readonly gates = new Set<ReadinessGate>();
   private readonly infoSections = new Map<string, () => unknown>();
+  /** TRTLLM_DISAGG_BENCHMARK_GEN_ONLY=1: the context pool is not used, so not waited for. */
+  private readonly contextNeeded = !trtllmEnv().benchmarkGenOnly;
 
   constructor(private readonly servers: ServerRegistry) {}
 
@@ -38,7 +41,7 @@ export class ClusterStatus {
       if (!r.ready) return r;
     }
     if (this.servers.ready('generation').length === 0) return { ready: false, reason: 'no generation server is ready' };
-    if (this.servers.hasContextPool() && this.servers.ready('context').length === 0) {
+    if (this.contextNeeded && this.servers.hasContextPool() && this.servers.ready('context').length === 0) {
       return { ready: false, reason: 'no context server is ready' };
     }
     return { ready: true };

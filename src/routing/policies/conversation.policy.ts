@@ -3,7 +3,7 @@ import { blockHashChain, BlockHashTrie, type BlockKey } from '../../kv-cache';
 import type { ServerState } from '../../servers';
 import { codePoints, PromptTokenizer, requestText, tokenListsInBody, type PromptTokens } from '../../tokenizer';
 import { BaseRouter } from '../base-router';
-import { conversationIdOf } from '../conversation-id';
+import { routingIdOf } from '../conversation-id';
 import type { GetNextServerOptions, RouteResult, RoutingRequest } from '../router.interface';
 import { RoutingPolicy } from '../routing-policy.decorator';
 import { LeastLoadedPicker } from './least-loaded';
@@ -59,7 +59,7 @@ export class ConversationRouter extends BaseRouter<ConversationArgs> {
 
   async getNextServer(request: RoutingRequest, options?: GetNextServerOptions): Promise<RouteResult> {
     this.candidates(options);
-    const conversationId = conversationIdOf(request.body, request.headers);
+    const conversationId = routingIdOf(request, this.role);
     const { hashes, prompt } = await this.requestHashes(request);
     const weight = hashes.length * this.args.tokens_per_block;
     const candidates = this.candidates(options);

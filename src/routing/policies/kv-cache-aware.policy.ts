@@ -1,10 +1,11 @@
 import { Inject, Logger, Optional } from '@nestjs/common';
 import { z } from 'zod';
+import { trtllmEnv } from '../../config';
 import { BlockHashCache, cacheSaltIdOf, KvEventPoller, paddedTokens, TokensPerBlock, workerTokensPerBlock, type BlockKey } from '../../kv-cache';
 import type { ServerState } from '../../servers';
 import { PromptTokenizer } from '../../tokenizer';
 import { BaseRouter } from '../base-router';
-import type { GetNextServerOptions, RouteResult, RoutingRequest } from '../router.interface';
+import type { GetNextServerOptions, RouteResult, RoutingKeyConfig, RoutingRequest } from '../router.interface';
 import { ROUTED_BLOCKS_SINK, type RoutedBlocksSink } from '../routed-blocks-sink';
 import { RoutingPolicy } from '../routing-policy.decorator';
 import { LeastLoadedPicker } from './least-loaded';
@@ -73,7 +74,8 @@ export class KvCacheAwareRouter extends BaseRouter<KvCacheAwareArgs> {
 
   protected override onInit(): void {
     this.tokenizer = new PromptTokenizer(this.args);
-    this.blockSize = new TokensPerBlock(this.args.tokens_per_block);
+    // TensorRT-LLM's env switch wins over the config and the workers' announced size.
+    this.blockSize = new TokensPerBlock(trtllmEnv().hashTokensPerBlock ?? this.args.tokens_per_block);
     const every = this.args.kv_events_poll_interval_s * 1000;
     if (every > 0) {
       this.timer = setInterval(() => this.pollAll(), every);
@@ -84,6 +86,17 @@ export class KvCacheAwareRouter extends BaseRouter<KvCacheAwareArgs> {
   /** The block size hashes are computed with (configured, or adopted from the workers). */
   get tokensPerBlock(): number {
     return this.blockSize.resolve(this.servers);
+  }
+
+  /**
+   * As TensorRT-LLM's /cluster_info reports it: the block size and the one hash algorithm of
+   * the ready servers; undefined while none is ready or when they disagree (logged once).
+   */
+  routingKeyConfig(): RoutingKeyConfig | undefined {
+    const algos = new Set(this.servers.map((s) => s.kvHashAlgo));
+    if (algos.size > 1) this.warnOnce('routing-key-algos', `the ${this.role} servers hash KV blocks with different algorithms (${[...algos].sort().join(', ')}): no routing key config to report`);
+    if (algos.size !== 1) return undefined;
+    return { tokens_per_block: this.tokensPerBlock, kv_cache_hash_algo: [...algos][0] };
   }
 
   async getNextServer(request: RoutingRequest, options?: GetNextServerOptions): Promise<RouteResult> {
