@@ -1,32 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { FakeWorker, generationHandler } from '../support/fake-worker';
+import { buildDist, listeningUrl, startBinary as start, type RouterBinary as Proc } from '../support/router-binary';
 import { postJson, waitFor } from '../support/router-app';
 import { echoingContextHandler, hostPort, writeConfig } from '../compat/compat-support';
 
 const run = promisify(execFile);
-const BIN = 'bin/disagg-router.js';
-
-interface Proc {
-  child: ChildProcess;
-  out: () => string;
-  exited: Promise<number | null>;
-}
-
-function start(args: string[]): Proc {
-  const child = spawn(process.execPath, [BIN, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
-  let out = '';
-  child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
-  child.stderr!.on('data', (d: Buffer) => (out += d.toString()));
-  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-  return { child, out: () => out, exited };
-}
-
-async function listeningUrl(proc: Proc): Promise<string> {
-  await waitFor(() => /listening on http:\/\/[\d.]+:\d+/.test(proc.out()), 30_000, 'the router to listen');
-  return /listening on (http:\/\/[\d.]+:\d+)/.exec(proc.out())![1];
-}
 
 // The installed command, run as a user runs it (the built dist/, as npx and npm install -g run it).
 describe('disagg-router binary', () => {
@@ -35,7 +15,7 @@ describe('disagg-router binary', () => {
   let gen: FakeWorker;
 
   beforeAll(async () => {
-    await run(process.execPath, ['node_modules/typescript/bin/tsc', '-p', 'tsconfig.build.json']);
+    await buildDist();
     ctx = await new FakeWorker(echoingContextHandler()).start();
     gen = await new FakeWorker(generationHandler()).start();
   }, 180_000);

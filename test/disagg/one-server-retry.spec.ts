@@ -33,9 +33,13 @@ describe('one server per pool: the failed server is retried after a backoff', ()
     expect(res.status).toBe(200);
     expect(res.json.choices).toHaveLength(1);
     expect(completions(cluster.gen)).toBe(2);
-    // Both calls carried the same generation_only request.
+    // Both calls carried the same generation_only request, the retry under a fresh disagg_request_id (as TensorRT-LLM issues one).
     const [first, second] = cluster.gen.requests('/v1/completions');
-    expect(second.body).toEqual(first.body);
+    const idOf = (body: Record<string, unknown> | undefined): unknown => (body?.disaggregated_params as Record<string, unknown>).disagg_request_id;
+    expect(typeof idOf(second.body)).toBe('number');
+    expect(idOf(second.body)).not.toBe(idOf(first.body));
+    const withoutId = (body: Record<string, unknown> | undefined): unknown => ({ ...body, disaggregated_params: { ...(body?.disaggregated_params as object), disagg_request_id: 0 } });
+    expect(withoutId(second.body)).toEqual(withoutId(first.body));
     const registry = cluster.router.app.get(ServerRegistry);
     expect(registry.findByUrl('generation', cluster.gen.url)?.status).toBe('ready');
     for (const s of registry.list()) expect(s.activeRequests).toBe(0);
@@ -60,6 +64,9 @@ describe('one server per pool: the failed server is retried after a backoff', ()
     expect(res.status).toBe(200);
     expect(cluster.ctx.requests('/v1/completions')).toHaveLength(3);
     expect(completions(cluster.gen)).toBe(1);
+    // A fresh disagg_request_id on every attempt.
+    const ids = cluster.ctx.requests('/v1/completions').map((r) => (r.body?.disaggregated_params as Record<string, unknown>).disagg_request_id);
+    expect(new Set(ids).size).toBe(3);
   });
 
   it('gives up after max_retries with a 502 naming every attempt', async () => {
