@@ -15,11 +15,12 @@ type Params = Readonly<Record<string, unknown>>;
 /** The fields a generation worker holding the key refuses to act on unsigned. */
 const HANDOFF_FIELDS = ['encoded_opaque_state', 'ctx_info_endpoint'] as const;
 
-const NON_ASCII = /[\u0080-\uffff]/g;
+/** Python escapes everything outside printable ASCII that JSON.stringify leaves as it is (DEL and up). */
+const NON_ASCII = /[\u007f-\uffff]/g;
 
 /**
  * The text Python's `json.dumps(v, sort_keys=True, separators=(",", ":"))` writes: keys
- * sorted, no spaces, every non-ASCII UTF-16 unit escaped as `\uXXXX` (ensure_ascii).
+ * sorted, no spaces, every UTF-16 unit from DEL up escaped as `\uXXXX` (ensure_ascii).
  * Integers print alike in both languages; the signed values are strings and integers.
  */
 export function canonicalJson(value: unknown): string {

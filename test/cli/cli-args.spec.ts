@@ -34,6 +34,16 @@ describe('command line', () => {
     expect(parseCli(['--fallback-config', DEFAULT, '-c', EXAMPLE], {}).configPath).toBe(EXAMPLE);
   });
 
+  it("takes the newest trtllm-serve's flags: -s/--schedule_style, --telemetry/--no-telemetry, --report_addr; --config_file is the deprecated spelling", () => {
+    expect(parseCli(['disaggregated', '-c', EXAMPLE, '-s', 'Generation_First', '--no-telemetry', '--report_addr', '/tmp/a.addr'], {}))
+      .toMatchObject({ scheduleStyle: 'generation_first', telemetry: false, reportAddr: '/tmp/a.addr', deprecatedConfigFlag: false });
+    expect(parseCli(['--config_file', EXAMPLE, '--schedule_style', 'context_first', '--telemetry'], {}))
+      .toMatchObject({ scheduleStyle: 'context_first', telemetry: true, deprecatedConfigFlag: true });
+    // Not given: nothing to say about telemetry, the file's schedule_style stays.
+    expect(parseCli(['-c', EXAMPLE], {})).toMatchObject({ scheduleStyle: undefined, telemetry: undefined, reportAddr: undefined });
+    expect(usageError(['-c', EXAMPLE, '-s', 'sideways']).message).toMatch(/'sideways'.*context_first, generation_first/);
+  });
+
   it('refuses, naming the offending argument: unknown flags, bad values, other commands, missing files, no config', () => {
     expect(usageError(['-c', EXAMPLE, '--frobnicate']).message).toMatch(/unknown option '--frobnicate'/);
     expect(usageError(['-c', EXAMPLE, '-t', 'soon']).message).toMatch(/-t takes a number of seconds/);

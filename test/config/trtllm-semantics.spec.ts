@@ -39,6 +39,20 @@ describe("config read as TensorRT-LLM's extract_disagg_cfg reads it", () => {
     expect(() => buildConfig({ kv_cache_config: { a: 1 }, generation_servers: { ...gen, kv_cache_config: { a: 1 } } })).not.toThrow();
   });
 
+  it('internal_request_auth_key is the router own key (not copied into the pools); empty refuses; sub-agent affinity needs it', () => {
+    const config = buildConfig({ internal_request_auth_key: 'k', conversation_affinity_header_for_subagents: 'X-Parent', generation_servers: gen });
+    expect(config.internal_request_auth_key).toBe('k');
+    expect(config.subagent_affinity_scope).toBe('context');
+    expect(config.generation_servers).not.toHaveProperty('internal_request_auth_key');
+    expect(() => buildConfig({ internal_request_auth_key: '', generation_servers: gen })).toThrow(/internal_request_auth_key: must be a non-empty string/);
+    // null is no key, as in TensorRT-LLM.
+    expect(buildConfig({ internal_request_auth_key: null, generation_servers: gen }).internal_request_auth_key).toBeNull();
+    expect(() => buildConfig({ conversation_affinity_header_for_subagents: 'X-Parent', generation_servers: gen })).toThrow(
+      /conversation_affinity_header_for_subagents: needs internal_request_auth_key/,
+    );
+    expect(() => buildConfig({ subagent_affinity_scope: 'everywhere', generation_servers: gen })).toThrow(/subagent_affinity_scope/);
+  });
+
   it('times the workers checks with the metadata server health_check_timeout unless health.timeout_s is set', () => {
     const meta = { server_type: 'etcd', health_check_timeout: 1.5 };
     expect(buildConfig({ metadata_server_config: meta }).health.timeout_s).toBe(1.5);
