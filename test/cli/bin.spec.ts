@@ -37,7 +37,8 @@ describe('disagg-router binary', () => {
       expect(proc.out()).toContain(offending);
       expect(proc.out()).toContain('Usage: disagg-router');
     }
-  });
+    // Three process starts, one after the other, on a machine that may be busy.
+  }, 120_000);
 
   it('serves a cluster described the TensorRT-LLM way, started with trtllm-serve flags', async () => {
     const file = writeConfig('disagg_config.yaml', { ctx0: hostPort(ctx), gen0: hostPort(gen) });

@@ -68,7 +68,7 @@ describe('the newest TensorRT-LLM: signed handoffs, flags and switches, through 
     const proc = startBinary(args, { ...process.env, ...env });
     procs.push(proc);
     const url = await listeningUrl(proc);
-    await waitFor(async () => (await fetch(`${url}/health`)).status === 200, 20_000, '/health 200');
+    await waitFor(async () => (await fetch(`${url}/health`)).status === 200, 60_000, '/health 200');
     return { proc, url };
   }
 
@@ -115,7 +115,7 @@ describe('the newest TensorRT-LLM: signed handoffs, flags and switches, through 
     expect(info.routing_key_configs).toEqual({ generation: { tokens_per_block: 16, kv_cache_hash_algo: 'v1_block_key' } });
     expect(info.is_ready).toBe(true);
     expect(info.generation_servers).toEqual([expect.objectContaining({ url: gen.url, state: 'ready' })]);
-  }, 90_000);
+  }, 150_000);
 
   it('signs a generation_first generation call, which names the context endpoint from /server_info (-s generation_first)', async () => {
     const genChecks: SignatureCheck[] = [];
@@ -128,7 +128,7 @@ describe('the newest TensorRT-LLM: signed handoffs, flags and switches, through 
     expect(res.status).toBe(200);
     expect(inference(gen)[0].disaggregated_params).toMatchObject({ schedule_style: 1, ctx_info_endpoint: 'tcp://127.0.0.1:6000' });
     expect(genChecks).toEqual([expect.objectContaining({ handoff: 'ok' })]);
-  }, 60_000);
+  }, 150_000);
 
   it('without a key: handoffs go unsigned with the warning of the newest TensorRT-LLM, and a worker holding a key refuses them', async () => {
     const genChecks: SignatureCheck[] = [];
@@ -142,14 +142,14 @@ describe('the newest TensorRT-LLM: signed handoffs, flags and switches, through 
     expect(genChecks).toEqual([expect.objectContaining({ handoff: 'missing' })]);
     expect(header(gen, 0, 'x-trtllm-disagg-auth')).toBeUndefined();
     expect(proc.out()).toMatch(/KV handoffs go unsigned: internal_request_auth_key is not set/);
-  }, 60_000);
+  }, 150_000);
 
   it('refuses to start with an empty internal_request_auth_key (exit 2, naming the key)', async () => {
     const empty = writeConfig('disagg_config_newest.yaml', { key: '', ctx0: '127.0.0.1:1', gen0: '127.0.0.1:2' });
     const proc = startBinary(['disaggregated', '-c', empty]);
     expect(await proc.exited).toBe(2);
     expect(proc.out()).toContain('internal_request_auth_key: must be a non-empty string');
-  }, 30_000);
+  }, 150_000);
 
   it('TRTLLM_DISAGG_NO_RETRY=1: a failed worker call is not retried', async () => {
     const ctx = await worker(contextAnswer);
@@ -161,7 +161,7 @@ describe('the newest TensorRT-LLM: signed handoffs, flags and switches, through 
     expect(res.status).toBe(502);
     expect((res.json.error as { message: string }).message).toMatch(/failed after 1 attempt/);
     expect(inference(gen)).toHaveLength(1);
-  }, 60_000);
+  }, 150_000);
 
   it('TRTLLM_DISAGG_BENCHMARK_GEN_ONLY=1: serves without the context pool, sending TensorRT-LLM\'s generation-only body', async () => {
     const gen = await worker(generationHandler());
@@ -174,5 +174,5 @@ describe('the newest TensorRT-LLM: signed handoffs, flags and switches, through 
     expect(body.disaggregated_params).toEqual({ request_type: 'generation_only', first_gen_tokens: [7], ctx_request_id: 1, encoded_opaque_state: null, draft_tokens: null });
     expect(body.ignore_eos).toBe(true);
     expect(body.prompt).toEqual([1, 2, 3]);
-  }, 60_000);
+  }, 150_000);
 });

@@ -27,6 +27,6 @@ export function startBinary(args: string[], env: NodeJS.ProcessEnv = process.env
 
 /** The URL the router says it listens on. */
 export async function listeningUrl(proc: RouterBinary): Promise<string> {
-  await waitFor(() => /listening on http:\/\/[\d.]+:\d+/.test(proc.out()), 30_000, 'the router to listen');
+  await waitFor(() => /listening on http:\/\/[\d.]+:\d+/.test(proc.out()), 60_000, 'the router to listen');
   return /listening on (http:\/\/[\d.]+:\d+)/.exec(proc.out())![1];
 }
