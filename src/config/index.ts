@@ -6,3 +6,4 @@ export * from './config.tokens';
 export * from './server-role';
 export * from './trtllm-semantics';
 export * from './trtllm-env';
+export * from './cluster-storage-scope';
