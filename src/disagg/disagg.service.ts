@@ -16,7 +16,7 @@ import {
   type ContextAnswerOk, benchmarkGenerationBody, contextRequestBody, conversationIdOf, generationFirstBodies, generationParams, generationRequestText,
   parseContextAnswer, wholeContextAnswer, stripContextOnly, withDisaggRequestId, withPromptTokens,
 } from './trtllm-protocol';
-import { UpstreamDispatch, type Attempts } from './upstream-dispatch';
+import { UpstreamDispatch, type Attempt, type Attempts } from './upstream-dispatch';
 import { ClientGoneError } from '../common';
 import { contextUsageOf, type ContextUsage } from './usage';
 import { workerErrorBody } from './worker-error';
@@ -265,14 +265,14 @@ export class DisaggService {
    * The attempts of a call naming a disagg_request_id: each retry gets a fresh id, as
    * TensorRT-LLM issues one (a worker may still hold the failed attempt's), signed anew.
    * `build` gives the text sent, and the body (model, conversation_params) and
-   * disaggregated_params it carries, which the signatures cover.
+   * disaggregated_params it carries, which the signatures cover. The first attempt is built
+   * here, so a body that cannot be serialised fails before a server is reserved for it.
    */
   private attemptsWithIds(flow: Flow, role: ServerRole, firstId: number, build: (id: number) => BuiltBody): Attempts {
     const affinity = flow.routing.subagentAffinity;
-    return (attempt) => {
-      const { text, body, params } = build(attempt === 0 ? firstId : nextDisaggRequestId(this.nodeId));
-      return { body: text, headers: this.signer.headersFor({ role, body, params, affinity }) };
-    };
+    const signed = ({ text, body, params }: BuiltBody): Attempt => ({ body: text, headers: this.signer.headersFor({ role, body, params, affinity }) });
+    const first = signed(build(firstId));
+    return (attempt) => (attempt === 0 ? first : signed(build(nextDisaggRequestId(this.nodeId))));
   }
 
   private built(body: Body): BuiltBody {
