@@ -6,7 +6,7 @@ export interface TrtllmEnv {
   noRetry: boolean;
   /** TRTLLM_DISAGG_BENCHMARK_GEN_ONLY=1: generation-only benchmark mode, the context pool is skipped. */
   benchmarkGenOnly: boolean;
-  /** TRTLLM_KVCACHE_AWARE_ROUTER_HASH_TOKENS_PER_BLOCK: the KV-aware router's block size, over its config and the workers'. */
+  /** TRTLLM_KVCACHE_AWARE_ROUTER_HASH_TOKENS_PER_BLOCK: the hashing routers' block size, over their arguments and the workers'. */
   hashTokensPerBlock: number | undefined;
 }
 

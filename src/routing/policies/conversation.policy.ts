@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { trtllmEnv } from '../../config';
 import { blockHashChain, BlockHashTrie, type BlockKey } from '../../kv-cache';
 import type { ServerState } from '../../servers';
 import { codePoints, PromptTokenizer, requestText, tokenListsInBody, type PromptTokens } from '../../tokenizer';
@@ -53,7 +54,11 @@ export class ConversationRouter extends BaseRouter<ConversationArgs> {
   private implicitIds = 0;
   private tokenizer?: PromptTokenizer;
 
+  /** The block size hashed with: TensorRT-LLM's env switch wins over the argument. */
+  private tokensPerBlock = 0;
+
   protected override onInit(): void {
+    this.tokensPerBlock = trtllmEnv().hashTokensPerBlock ?? this.args.tokens_per_block;
     if (this.args.use_token_ids) this.tokenizer = new PromptTokenizer(this.args);
   }
 
@@ -61,7 +66,7 @@ export class ConversationRouter extends BaseRouter<ConversationArgs> {
     this.candidates(options);
     const conversationId = routingIdOf(request, this.role);
     const { hashes, prompt } = await this.requestHashes(request);
-    const weight = hashes.length * this.args.tokens_per_block;
+    const weight = hashes.length * this.tokensPerBlock;
     const candidates = this.candidates(options);
 
     if (conversationId !== undefined) {
@@ -110,7 +115,7 @@ export class ConversationRouter extends BaseRouter<ConversationArgs> {
       }
     }
     const first = sequences[0] ?? [];
-    return { hashes: blockHashChain(skip > 0 ? first.slice(skip) : first, this.args.tokens_per_block), prompt };
+    return { hashes: blockHashChain(skip > 0 ? first.slice(skip) : first, this.tokensPerBlock), prompt };
   }
 
   private remember(conversationId: string, server: ServerState, hashes: BlockKey[]): void {
