@@ -85,7 +85,7 @@ function announceTrtllmSwitches(logger: Logger, cli: ReturnType<typeof parseCli>
   if (cli.telemetry !== undefined) logger.log(`--${cli.telemetry ? '' : 'no-'}telemetry: accepted; this router collects and sends no telemetry`);
   if (switches.noRetry) logger.log('TRTLLM_DISAGG_NO_RETRY=1: worker calls are not retried');
   if (switches.benchmarkGenOnly) logger.warn('TRTLLM_DISAGG_BENCHMARK_GEN_ONLY=1: generation-only benchmark mode, the context pool is skipped (answers are not real completions)');
-  if (switches.hashTokensPerBlock !== undefined) logger.log(`TRTLLM_KVCACHE_AWARE_ROUTER_HASH_TOKENS_PER_BLOCK: KV-aware routers hash ${switches.hashTokensPerBlock} tokens per block`);
+  if (switches.hashTokensPerBlock !== undefined) logger.log(`TRTLLM_KVCACHE_AWARE_ROUTER_HASH_TOKENS_PER_BLOCK: kv_cache_aware and conversation routers hash ${switches.hashTokensPerBlock} tokens per block`);
 }
 
 /** A pool that must serve and has no ready server, or undefined. */
