@@ -73,7 +73,7 @@ export class StreamRelay {
     const channel = flow.channel;
     const rewriter = new SseUsageRewriter(ctxUsage);
     const done = flow.done;
-    // The worker's own metrics event is never relayed (README "Per-response metrics").
+    // The worker's own metrics event is never relayed (docs/protocol.md "Per-response metrics").
     const stripper = flow.perf?.streamStripper();
     // The upstream's first event usually came with its head: it is buffered already.
     channel.startStream(res.body.readableLength > 0);

@@ -8,7 +8,7 @@ import type { SimState } from './sim-state';
 
 /**
  * A worker's answer to `X-TRTLLM-return-metrics: 1`, as the newest trtllm-serve worker gives it
- * (README "Per-response metrics"): `server_*` queue/ttft/e2e durations, `server-start`/`-end`
+ * (docs/protocol.md "Per-response metrics"): `server_*` queue/ttft/e2e durations, `server-start`/`-end`
  * times on its (offset) steady clock, one step per generated token and one context chunk
  * for a prefill. Their durations follow the latency model.
  */

@@ -87,7 +87,7 @@ export class ResponsePerfCapture {
     else this.gen = part;
   }
 
-  /** TensorRT-LLM's disaggregated JSONL record (README "Per-response metrics" has its shape). */
+  /** TensorRT-LLM's disaggregated JSONL record (README "Observability" lists its fields). */
   private jsonlRecord(t: DisaggTiming): Record<string, unknown> {
     const record: Record<string, unknown> = {
       ctx_server: this.ctxServer,

@@ -11,7 +11,7 @@ type ClientHeaders = Readonly<Record<string, string | string[] | undefined>>;
 
 /**
  * TensorRT-LLM's per-response metrics (`return_perf_metrics`, `perf_metrics_output_dir`; see
- * README "Per-response metrics"). A request gets a capture only when its answer will carry
+ * docs/protocol.md "Per-response metrics"). A request gets a capture only when its answer will carry
  * the metrics (the client asked and `return_perf_metrics` is on) or a file records them; every
  * other request pays one check.
  */

@@ -1,5 +1,5 @@
 /**
- * TensorRT-LLM's per-response metrics protocol (README "Per-response metrics"): a client (or the
+ * TensorRT-LLM's per-response metrics protocol (docs/protocol.md "Per-response metrics"): a client (or the
  * router, asking a worker) sends `X-TRTLLM-return-metrics: 1`; a non-streamed answer carries
  * four Server-Timing-style headers, a stream ends with a `trtllm.perf_metrics` event holding
  * the same four as JSON. Durations are milliseconds with 6 decimals, timestamps steady-clock
