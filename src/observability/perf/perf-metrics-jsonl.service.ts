@@ -45,6 +45,11 @@ export class PerfMetricsJsonl implements OnModuleInit, OnApplicationShutdown {
     return this.path !== undefined;
   }
 
+  /** Records queued or being written. */
+  get pendingRecords(): number {
+    return this.pending;
+  }
+
   /** The file being written now. */
   get currentFile(): string | undefined {
     return this.path;
