@@ -3,10 +3,11 @@ import { RoutingModule } from '../routing';
 import { DisaggService } from './disagg.service';
 import { StreamRelay } from './stream-relay';
 import { UpstreamDispatch } from './upstream-dispatch';
+import { WorkerBodyEncodings } from './worker-body-encodings';
 
 @Module({
   imports: [RoutingModule],
-  providers: [DisaggService, UpstreamDispatch, StreamRelay],
+  providers: [DisaggService, UpstreamDispatch, StreamRelay, WorkerBodyEncodings],
   exports: [DisaggService, RoutingModule],
 })
 export class DisaggModule {}

@@ -6,6 +6,9 @@ import { classifyTransportError, clientSafeCode, HttpSessionClosedError, HttpSes
 import { HttpApiError } from '../common';
 import { NoServerAvailableError, RouterRegistry, type RouteResult, type Router } from '../routing';
 import { AnswerTooLargeError, answerLimitFor, readAnswerText } from './answer-body';
+import type { WorkerBody } from './worker-body';
+import { JSON_BODY, refusesMsgpack, UNPARSED_STATUSES, type WorkerBodyEncoder } from './worker-body-encoder';
+import { WorkerBodyEncodings } from './worker-body-encodings';
 import { RequestEvents, type UpstreamFailureEvent } from '../request-events';
 import type { Flow, Reservation } from './request-flow';
 import { SameServerRetry } from './same-server-retry';
@@ -16,6 +19,8 @@ export interface Dispatched extends Reservation {
   res: Dispatcher.ResponseData;
   /** Largest answer body accepted (limits.max_answer_bytes or sized from the request). */
   limit: number;
+  /** The answer, when send() had to read it already (see fallBackToJson). */
+  answerText?: string;
 }
 
 /**
@@ -35,6 +40,7 @@ export class UpstreamDispatch {
     private readonly session: HttpSessionProvider,
     private readonly routers: RouterRegistry,
     private readonly events: RequestEvents,
+    private readonly encodings: WorkerBodyEncodings,
     @Optional() private readonly admission?: AdmissionService,
   ) {}
 
@@ -53,13 +59,14 @@ export class UpstreamDispatch {
    * server (the failed ones excluded) up to max_retries, or on the same one after a backoff
    * when no other is left. Nothing has reached the client yet, so a retry is always safe
    * here. 4xx answers are returned as they are. A 500 counts against its server only once
-   * another server answered the same request (see reportFailures).
+   * another server answered the same request (see reportFailures). The body is written in each
+   * server's encoding (see WorkerBodyEncodings).
    */
   async send(
     flow: Flow,
     role: ServerRole,
     first: Reservation,
-    body: string,
+    body: WorkerBody,
     /** Owned by this call: failed servers are added to it. */
     excluded: string[],
     timeoutMs: number,
@@ -83,25 +90,22 @@ export class UpstreamDispatch {
       }
       const { router, route } = held;
       const server = route.server;
+      const encoder = this.encodings.encoderFor(server);
+      const payload = this.encode(flow, held, encoder, body);
+      const limit = answerLimitFor(this.config.limits.max_answer_bytes, payload.length, flow.routing.body);
       flow.upstreamRole = role;
       flow.upstreamUrl = server.url;
       flow.trace?.callStarted(role, server.url, attempt, headers);
       try {
-        const res = await this.session.request({
-          origin: server.origin,
-          path: INFERENCE_PATH[flow.kind],
-          method: 'POST',
-          headers,
-          body,
-          signal: flow.channel.abort,
-          headersTimeoutMs: timeoutMs,
-          // A stalled stream must never hang forever: without stream_idle_s, request_s bounds the silence.
-          bodyTimeoutMs: stream ? (this.config.timeouts.stream_idle_s ?? this.config.timeouts.request_s) * 1000 : timeoutMs,
-        });
+        let res = await this.post(flow, server, encoder.headers(headers), payload, timeoutMs, stream);
+        let answerText: string | undefined;
+        if (UNPARSED_STATUSES.has(res.statusCode) && this.encodings.fallsBack(encoder)) {
+          ({ res, answerText } = await this.fallBackToJson(flow, held, res, limit, headers, body, timeoutMs, stream));
+        }
         const status = res.statusCode;
         if (status === 200 || (status >= 400 && status < 500)) {
           if (unproven) this.reportFailures(unproven, status === 200 ? 'status_5xx' : 'status_500');
-          return { router, route, res, limit: answerLimitFor(this.config.limits.max_answer_bytes, body.length, flow.routing.body) };
+          return { router, route, res, limit, answerText };
         }
         res.body.dump().catch(() => undefined);
         this.finish(flow, router, false);
@@ -137,12 +141,30 @@ export class UpstreamDispatch {
 
   /** A non-streamed answer whole, within its size limit; transport failures become 502/504. */
   async readAnswer(flow: Flow, role: ServerRole, call: Dispatched): Promise<string> {
+    if (call.answerText !== undefined) return call.answerText;
     try {
       return await readAnswerText(call.res, call.limit);
     } catch (err) {
       this.finish(flow, call.router, false);
       if (err instanceof AnswerTooLargeError) this.badResponse(flow, role, call.route, `an answer larger than the limit of ${call.limit} bytes`, 'answer_too_large');
       throw this.transportError(flow, role, call.route, err);
+    }
+  }
+
+  encoderFor(server: RouteResult['server']): WorkerBodyEncoder {
+    return this.encodings.encoderFor(server);
+  }
+
+  /**
+   * The body in the encoding of the reservation's server. One the router cannot write is the
+   * client's fault (400), never a failure of the server: its reservation ends as a success.
+   */
+  encode(flow: Flow, held: Reservation, encoder: WorkerBodyEncoder, body: WorkerBody): string | Uint8Array {
+    try {
+      return encoder.encode(body);
+    } catch (err) {
+      this.finish(flow, held.router, true);
+      throw err;
     }
   }
 
@@ -174,6 +196,38 @@ export class UpstreamDispatch {
     const url = route.server.url;
     if (kind === 'timeout') return new HttpApiError(504, `${role} server ${url} timed out`, { code: 'upstream_timeout' });
     return new HttpApiError(502, `${role} server ${url} failed mid-answer (${kind})`, { code: 'upstream_error' });
+  }
+
+  private post(flow: Flow, server: RouteResult['server'], headers: Record<string, string>, body: string | Uint8Array, timeoutMs: number, stream: boolean): Promise<Dispatcher.ResponseData> {
+    return this.session.request({
+      origin: server.origin,
+      path: INFERENCE_PATH[flow.kind],
+      method: 'POST',
+      headers,
+      body,
+      signal: flow.channel.abort,
+      headersTimeoutMs: timeoutMs,
+      // A stalled stream must never hang forever: without stream_idle_s, request_s bounds the silence.
+      bodyTimeoutMs: stream ? (this.config.timeouts.stream_idle_s ?? this.config.timeouts.request_s) * 1000 : timeoutMs,
+    });
+  }
+
+  /**
+   * `body_encoding: auto`, a msgpack body answered 400/415/422: when the answer says the worker
+   * could not parse it (an older TensorRT-LLM worker, see docs/protocol.md "Body encoding"), the
+   * same server gets the body as JSON at once, within the same attempt (it never read the first
+   * one), and JSON from then on. Any other such answer is the worker's verdict on the request,
+   * read here and handed on.
+   */
+  private async fallBackToJson(
+    flow: Flow, held: Reservation, res: Dispatcher.ResponseData, limit: number, headers: Record<string, string>, body: WorkerBody, timeoutMs: number, stream: boolean,
+  ): Promise<{ res: Dispatcher.ResponseData; answerText?: string }> {
+    const answerText = await readAnswerText(res, limit);
+    const server = held.route.server;
+    if (!refusesMsgpack(res.statusCode, answerText)) return { res, answerText };
+    this.encodings.refused(server, res.statusCode, answerText);
+    const payload = this.encode(flow, held, JSON_BODY, body);
+    return { res: await this.post(flow, server, headers, payload, timeoutMs, stream) };
   }
 
   /** The pick of a retry: another server, or the failed one after a backoff when none is left. */
