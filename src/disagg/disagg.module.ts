@@ -4,10 +4,11 @@ import { DisaggService } from './disagg.service';
 import { StreamRelay } from './stream-relay';
 import { UpstreamDispatch } from './upstream-dispatch';
 import { WorkerBodyEncodings } from './worker-body-encodings';
+import { WorkerCall } from './worker-call';
 
 @Module({
   imports: [RoutingModule],
-  providers: [DisaggService, UpstreamDispatch, StreamRelay, WorkerBodyEncodings],
+  providers: [DisaggService, UpstreamDispatch, StreamRelay, WorkerBodyEncodings, WorkerCall],
   exports: [DisaggService, RoutingModule],
 })
 export class DisaggModule {}

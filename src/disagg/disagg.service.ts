@@ -11,6 +11,7 @@ import { RequestEvents } from '../request-events';
 import { deadlineError, newFlow, type Flow, type Reservation } from './request-flow';
 import { StreamRelay } from './stream-relay';
 import { WorkerBody } from './worker-body';
+import { WorkerBodyEncodings } from './worker-body-encodings';
 import {
   type ContextAnswerOk, contextRequestBody, conversationIdOf, generationFirstBodies, generationRequest, parseContextAnswer, wholeContextAnswer, stripContextOnly, withPromptTokens,
 } from './trtllm-protocol';
@@ -43,6 +44,7 @@ export class DisaggService {
     private readonly events: RequestEvents,
     private readonly dispatch: UpstreamDispatch,
     private readonly relay: StreamRelay,
+    private readonly encodings: WorkerBodyEncodings,
     @Optional() private readonly tracing?: RequestTracing,
   ) {
     this.nodeId = config.node_id ?? defaultNodeId();
@@ -170,7 +172,7 @@ export class DisaggService {
     const genBody = WorkerBody.of(bodies.generation);
     const ctxBody = WorkerBody.of(bodies.context);
     // Written before either call goes out: the two bodies nest alike, so both can be written.
-    this.dispatch.encode(flow, ctx, this.dispatch.encoderFor(ctxServer), ctxBody);
+    this.dispatch.encode(flow, ctx, this.encodings.encoderFor(ctxServer), ctxBody);
     const linked = channelWithOwnAbort(flow.channel);
     const generation = this.generate({ ...flow, channel: linked.channel }, genBody, undefined, [ctxServer.url]);
     generation.catch(() => undefined);

@@ -2,24 +2,24 @@ import { Inject, Injectable, Logger, Optional } from '@nestjs/common';
 import type { Dispatcher } from 'undici';
 import { AdmissionService } from '../admission/admission.service';
 import { APP_CONFIG, type AppConfig, type ServerRole } from '../config';
-import { classifyTransportError, clientSafeCode, HttpSessionClosedError, HttpSessionProvider } from '../http-session';
-import { HttpApiError } from '../common';
+import { classifyTransportError, clientSafeCode, HttpSessionClosedError } from '../http-session';
 import { NoServerAvailableError, RouterRegistry, type RouteResult, type Router } from '../routing';
 import { AnswerTooLargeError, answerLimitFor, readAnswerText } from './answer-body';
 import type { WorkerBody } from './worker-body';
-import { JSON_BODY, refusesMsgpack, UNPARSED_STATUSES, type WorkerBodyEncoder } from './worker-body-encoder';
+import { JSON_BODY, type WorkerBodyEncoder } from './worker-body-encoder';
 import { WorkerBodyEncodings } from './worker-body-encodings';
+import { WorkerCall } from './worker-call';
 import { RequestEvents, type UpstreamFailureEvent } from '../request-events';
 import type { Flow, Reservation } from './request-flow';
 import { SameServerRetry } from './same-server-retry';
-import { ClientGoneError, INFERENCE_PATH, type UpstreamFailureKind } from '../common';
+import { ClientGoneError, HttpApiError, type UpstreamFailureKind } from '../common';
 
 /** A call that got an answer head: the server's reservation, its answer, and how large it may grow. */
 export interface Dispatched extends Reservation {
   res: Dispatcher.ResponseData;
   /** Largest answer body accepted (limits.max_answer_bytes or sized from the request). */
   limit: number;
-  /** The answer, when send() had to read it already (see fallBackToJson). */
+  /** The answer, when send() had to read it already (see WorkerCall). */
   answerText?: string;
 }
 
@@ -37,7 +37,7 @@ export class UpstreamDispatch {
 
   constructor(
     @Inject(APP_CONFIG) private readonly config: AppConfig,
-    private readonly session: HttpSessionProvider,
+    private readonly call: WorkerCall,
     private readonly routers: RouterRegistry,
     private readonly events: RequestEvents,
     private readonly encodings: WorkerBodyEncodings,
@@ -97,11 +97,8 @@ export class UpstreamDispatch {
       flow.upstreamUrl = server.url;
       flow.trace?.callStarted(role, server.url, attempt, headers);
       try {
-        let res = await this.post(flow, server, encoder.headers(headers), payload, timeoutMs, stream);
-        let answerText: string | undefined;
-        if (UNPARSED_STATUSES.has(res.statusCode) && this.encodings.fallsBack(encoder)) {
-          ({ res, answerText } = await this.fallBackToJson(flow, held, res, limit, headers, body, timeoutMs, stream));
-        }
+        const json = (): string | Uint8Array => this.encode(flow, held, JSON_BODY, body);
+        const { res, answerText } = await this.call.post(flow, server, headers, { encoder, payload, json, limit }, timeoutMs, stream);
         const status = res.statusCode;
         if (status === 200 || (status >= 400 && status < 500)) {
           if (unproven) this.reportFailures(unproven, status === 200 ? 'status_5xx' : 'status_500');
@@ -151,10 +148,6 @@ export class UpstreamDispatch {
     }
   }
 
-  encoderFor(server: RouteResult['server']): WorkerBodyEncoder {
-    return this.encodings.encoderFor(server);
-  }
-
   /**
    * The body in the encoding of the reservation's server. One the router cannot write is the
    * client's fault (400), never a failure of the server: its reservation ends as a success.
@@ -196,38 +189,6 @@ export class UpstreamDispatch {
     const url = route.server.url;
     if (kind === 'timeout') return new HttpApiError(504, `${role} server ${url} timed out`, { code: 'upstream_timeout' });
     return new HttpApiError(502, `${role} server ${url} failed mid-answer (${kind})`, { code: 'upstream_error' });
-  }
-
-  private post(flow: Flow, server: RouteResult['server'], headers: Record<string, string>, body: string | Uint8Array, timeoutMs: number, stream: boolean): Promise<Dispatcher.ResponseData> {
-    return this.session.request({
-      origin: server.origin,
-      path: INFERENCE_PATH[flow.kind],
-      method: 'POST',
-      headers,
-      body,
-      signal: flow.channel.abort,
-      headersTimeoutMs: timeoutMs,
-      // A stalled stream must never hang forever: without stream_idle_s, request_s bounds the silence.
-      bodyTimeoutMs: stream ? (this.config.timeouts.stream_idle_s ?? this.config.timeouts.request_s) * 1000 : timeoutMs,
-    });
-  }
-
-  /**
-   * `body_encoding: auto`, a msgpack body answered 400/415/422: when the answer says the worker
-   * could not parse it (an older TensorRT-LLM worker, see docs/protocol.md "Body encoding"), the
-   * same server gets the body as JSON at once, within the same attempt (it never read the first
-   * one), and JSON from then on. Any other such answer is the worker's verdict on the request,
-   * read here and handed on.
-   */
-  private async fallBackToJson(
-    flow: Flow, held: Reservation, res: Dispatcher.ResponseData, limit: number, headers: Record<string, string>, body: WorkerBody, timeoutMs: number, stream: boolean,
-  ): Promise<{ res: Dispatcher.ResponseData; answerText?: string }> {
-    const answerText = await readAnswerText(res, limit);
-    const server = held.route.server;
-    if (!refusesMsgpack(res.statusCode, answerText)) return { res, answerText };
-    this.encodings.refused(server, res.statusCode, answerText);
-    const payload = this.encode(flow, held, JSON_BODY, body);
-    return { res: await this.post(flow, server, headers, payload, timeoutMs, stream) };
   }
 
   /** The pick of a retry: another server, or the failed one after a backoff when none is left. */
