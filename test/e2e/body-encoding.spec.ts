@@ -149,6 +149,17 @@ describe('worker body encoding', () => {
     await expectSettled(r);
   });
 
+  it('auto with schedule_style generation_first: both bodies in their server\'s encoding, an older context server falling back', async () => {
+    const ctx = await worker('ctx', { old: true });
+    const gen = await worker('gen');
+    const r = await start('auto', [ctx], [gen], { schedule_style: 'generation_first' });
+    for (let i = 0; i < 2; i++) expect((await postJson(`${r.url}/v1/completions`, body)).status).toBe(200);
+    expect(inference(ctx).map((c) => c.encoding)).toEqual(['msgpack', 'json', 'json']);
+    expect(inference(gen).map((c) => c.encoding)).toEqual(['msgpack', 'msgpack']);
+    expect(inference(gen)[0].body!.disaggregated_params).toMatchObject({ request_type: 'generation_only', schedule_style: 1 });
+    await expectSettled(r);
+  });
+
   it("auto: a worker's own 400 to a msgpack request it read is relayed as it is, not resent", async () => {
     const ctx = await new FakeWorker((_req, res) => {
       const text = JSON.stringify({ object: 'error', message: 'prompt length exceeds max_seq_len', type: 'BadRequestError', param: null, code: 400 });
