@@ -1,12 +1,17 @@
 import { Encoder as MsgpackEncoder, decode as msgpackDecode } from '@msgpack/msgpack';
 import { Packr } from 'msgpackr';
+import { contextRequestBody, generationRequest, parseContextAnswer, type ContextAnswerOk } from '../../../src/disagg/trtllm-protocol';
+import { WorkerBody } from '../../../src/disagg/worker-body';
+import { contextAnswer } from '../lib/payloads';
 
 /**
  * Encoding cost of a worker request body with token-id prompts of 2k and 9k ids: JSON text
  * (the JSON workers' path) against the two maintained msgpack libraries, msgpackr and
  * @msgpack/msgpack. CPU per encode (process.cpuUsage over a bounded loop, median of rounds),
  * bytes on the wire, and whether an id of TensorRT-LLM's size (>= 2^40, disagg_request_id)
- * stays an integer on the wire, as msgspec writes it.
+ * stays an integer on the wire, as msgspec writes it. Then the router's whole body work per
+ * disaggregated request (context body, and generation body from a context answer echoing 256
+ * prompt ids) for JSON workers and for msgpack workers, through the router's own code.
  *
  *   node test/bench/build.mjs && node dist-bench/test/bench/msgpack/encode-cost.js [--rounds=7 --ms=300]
  */
@@ -33,7 +38,8 @@ function contextBody(ids: number): Body {
 
 interface Candidate {
   name: string;
-  encode(body: Body): string | Uint8Array;
+  /** What was written (its length is the bytes, or the characters of a text). */
+  encode(body: Body): { length: number };
 }
 
 const packr = new Packr({ useRecords: false });
@@ -68,12 +74,42 @@ const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floo
 /** Whether the large id comes back as the same integer (a msgpack int, not a float64). */
 function idExact(c: Candidate, body: Body): string {
   const out = c.encode(body);
-  if (typeof out === 'string') return 'n/a';
+  if (!(out instanceof Uint8Array)) return 'n/a';
   const id = (body.disaggregated_params as Body).disagg_request_id as number;
   const hex = Buffer.from(out).toString('hex');
   const asUint64 = `cf${id.toString(16).padStart(16, '0')}`;
   const decoded = (msgpackDecode(out) as { disaggregated_params: Body }).disaggregated_params.disagg_request_id;
   return hex.includes(asUint64) && decoded === id ? 'uint64' : 'float64';
+}
+
+/** Both bodies of one request, written for JSON or for msgpack workers, as UpstreamDispatch asks for them. */
+function requestBodies(client: Body, answer: ContextAnswerOk, encoding: 'json' | 'msgpack'): Candidate {
+  const ids = client.prompt as number[];
+  return {
+    name: `${encoding} workers`,
+    encode: () => {
+      const ctx = WorkerBody.of(contextRequestBody('completion', client, ids, 1_234_567_890_123));
+      const gen = generationRequest('completion', client, answer, 1_234_567_890_123);
+      return encoding === 'json' ? { length: ctx.json.length + gen.json.length } : { length: ctx.msgpack.length + gen.msgpack.length };
+    },
+  };
+}
+
+function perRequest(lines: string[]): void {
+  const parsed = parseContextAnswer(contextAnswer);
+  if (!parsed.ok) throw new Error(parsed.problem);
+  for (const ids of [2048, 9216]) {
+    const client = { model: 'bench-model', prompt: contextBody(ids).prompt, max_tokens: 256, temperature: 0.7, stream: false };
+    const both = [requestBodies(client, parsed, 'json'), requestBodies(client, parsed, 'msgpack')];
+    for (const c of both) for (let i = 0; i < 200; i++) c.encode(client);
+    const samples = new Map<string, number[]>(both.map((c) => [c.name, []]));
+    for (let r = 0; r < ROUNDS; r++) for (const c of r % 2 ? [...both].reverse() : both) samples.get(c.name)!.push(round(c, client));
+    const json = median(samples.get(both[0].name)!);
+    for (const c of both) {
+      const us = median(samples.get(c.name)!);
+      lines.push(`| ${ids} ids | ${c.name} | ${us.toFixed(1)} | ${(us / json).toFixed(2)} |`);
+    }
+  }
 }
 
 function main(): void {
@@ -94,7 +130,10 @@ function main(): void {
       lines.push(`| ${ids} ids | ${c.name} | ${us.toFixed(1)} | ${(us / json).toFixed(2)} | ${bytes} | ${idExact(c, body)} |`);
     }
   }
-  process.stdout.write(`Worker body encoding, median of ${ROUNDS} rounds of ${ROUND_MS} ms CPU each (node ${process.version})\n\n${lines.join('\n')}\n`);
+  const request = ['| client prompt | router writes for | CPU per request (us) | vs JSON |', '|---|---|---|---|'];
+  perRequest(request);
+  process.stdout.write(`Worker body encoding, median of ${ROUNDS} rounds of ${ROUND_MS} ms CPU each (node ${process.version})\n\n${lines.join('\n')}\n\n`);
+  process.stdout.write(`Both bodies of one disaggregated request (context, and generation from a context answer with 256 prompt ids)\n\n${request.join('\n')}\n`);
 }
 
 main();
