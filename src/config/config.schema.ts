@@ -8,11 +8,11 @@ import { z } from 'zod';
  */
 
 const positiveInt = z.number().int().positive();
+const nonNegative = z.number().nonnegative();
 
 /** `http_session.body_encoding`: see README "Worker body encoding". */
 export const BODY_ENCODING_SETTINGS = ['auto', 'json', 'msgpack'] as const;
 export type BodyEncodingSetting = (typeof BODY_ENCODING_SETTINGS)[number];
-const nonNegative = z.number().nonnegative();
 
 /** `type` picks a routing policy by name; every other key is an argument for that policy. */
 export const routerBlockSchema = z.looseObject({
