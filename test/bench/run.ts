@@ -11,7 +11,7 @@ import { summarizeProfile } from './lib/cpuprofile';
 import { TRANSPORTS } from './lib/transports';
 
 /**
- * `npm run bench [-- --only=main,latency,platform,transport,ablation,tracing,perf --seconds=4 --rounds=2
+ * `npm run bench [-- --only=main,latency,platform,transport,ablation,tracing,perf,encoding --seconds=4 --rounds=2
  * --connections=32 --rate=1000 --warmup=8 --driver=autocannon --profile[=boot] --profile-targets=router-rr,bare
  * --ab=GIT_REF --upstream=sim --rows=2k,stream]`
  *
@@ -75,6 +75,7 @@ function routerConfig(up: BenchProc, policy: string, traced = false, routerArgs:
   const [ctxPort, genPort] = up.ports;
   const router = { type: policy, ...routerArgs };
   return JSON.stringify({
+    ...extra,
     ...(traced ? { otlp_config: { otlp_traces_endpoint: `http://127.0.0.1:${ctxPort}/v1/traces` } } : {}),
     ...extra,
     hostname: '127.0.0.1',
@@ -97,6 +98,8 @@ const starters: Record<string, Starter> = {
     startProc({ name: 'router-kv-text', script: bin('procs/router.js'), args: [`--config=${routerConfig(up, 'kv_cache_aware', false, { tokenizer_dir: QWEN3_TOKENIZER_DIR })}`], cpus: PROXY_CPU, logDir, execArgv: profileArgs('router-kv-text') }),
   // return_perf_metrics on; the load sends no X-TRTLLM-return-metrics, as most clients.
   'router-perf': (up) => startProc({ name: 'router-perf', script: bin('procs/router.js'), args: [`--config=${routerConfig(up, 'round_robin', false, {}, { return_perf_metrics: true })}`], cpus: PROXY_CPU, logDir }),
+  'router-kv-msgpack': (up) =>
+    startProc({ name: 'router-kv-msgpack', script: bin('procs/router.js'), args: [`--config=${routerConfig(up, 'kv_cache_aware', false, {}, { http_session: { body_encoding: 'msgpack' } })}`], cpus: PROXY_CPU, logDir, execArgv: profileArgs('router-kv-msgpack') }),
   'router-traced': (up) => startProc({ name: 'router-traced', script: bin('procs/router.js'), args: [`--config=${routerConfig(up, 'round_robin', true)}`], cpus: PROXY_CPU, logDir }),
   'nest-fastify': (up) => startProc({ name: 'nest-fastify', script: bin('procs/nest-proxy.js'), args: [...upstreamArgs(up), '--platform=fastify'], cpus: PROXY_CPU, logDir }),
   'nest-express': (up) => startProc({ name: 'nest-express', script: bin('procs/nest-proxy.js'), args: [...upstreamArgs(up), '--platform=express'], cpus: PROXY_CPU, logDir }),
@@ -187,6 +190,15 @@ function tables(): TableDef[] {
         { row: `bare, paced ${PACED_RATE}/s`, target: 'bare', body: plain, stream: false, connections: c, rate: PACED_RATE, vs: { direct: `direct, paced ${PACED_RATE}/s` } },
         { row: `router at ${AB_REF}, paced ${PACED_RATE}/s`, target: 'router-ab', body: plain, stream: false, connections: c, rate: PACED_RATE, vs: { bare: `bare, paced ${PACED_RATE}/s` } },
         { row: `router now, paced ${PACED_RATE}/s`, target: 'router-rr', body: plain, stream: false, connections: c, rate: PACED_RATE, vs: { bare: `bare, paced ${PACED_RATE}/s`, before: `router at ${AB_REF}, paced ${PACED_RATE}/s` } },
+      ],
+    },
+    {
+      name: 'encoding',
+      title: `Worker body encoding (http_session.body_encoding): kv_cache_aware with 2k token ids, JSON vs msgpack workers, ${c} connections`,
+      rows: [
+        { row: 'bare, 2 hops, 2k token ids', target: 'bare', body: tokens2k, stream: false, connections: c },
+        { row: 'kv_cache_aware, 2k token ids, JSON workers', target: 'router-kv', body: tokens2k, stream: false, connections: c, vs: { bare: 'bare, 2 hops, 2k token ids' } },
+        { row: 'kv_cache_aware, 2k token ids, msgpack workers', target: 'router-kv-msgpack', body: tokens2k, stream: false, connections: c, vs: { bare: 'bare, 2 hops, 2k token ids', json: 'kv_cache_aware, 2k token ids, JSON workers' } },
       ],
     },
     {
