@@ -18,11 +18,12 @@ function frame(type: string, data: Json): string {
 }
 
 /**
- * Chat completion chunks as the Messages API's events (docs/protocol.md "Anthropic Messages
- * API"): message_start and a ping first, then content blocks one at a time (start, deltas,
- * stop), then message_delta (stop_reason, usage) and message_stop. Blocks are sequential in
- * this API, so a tool call whose fragments arrive while another block is open is buffered
- * and gets its own block next, none of its arguments lost.
+ * Chat completion chunks as the Messages API's events (see
+ * docs/protocol.md "Anthropic Messages API"): message_start and a ping first, then content
+ * blocks one at a time (start, deltas, stop), then message_delta (stop_reason, usage) and
+ * message_stop. Blocks are sequential in this API, so a tool call whose fragments arrive
+ * while another block is open is buffered and gets its own block next, none of its
+ * arguments lost.
  */
 export class MessagesStreamReframer {
   private readonly id = messageId();

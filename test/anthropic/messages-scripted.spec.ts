@@ -44,7 +44,10 @@ describe('the Messages API over scripted workers that record what they get', () 
   });
 
   it('converts the request into the chat both phases get, and forwards no client credentials', async () => {
+    // The sampling fields older clients (and Claude Code) still send; this SDK's types dropped them.
+    const sampling = { temperature: 0.5, top_p: 0.9, top_k: 40 };
     const message = await client.messages.create({
+      ...sampling,
       model: 'm',
       max_tokens: 2048,
       system: [{ type: 'text', text: 'x-anthropic-billing-header: cc_version=1.0; cc_entrypoint=cli;' }, { type: 'text', text: 'You are terse.' }, { type: 'text', text: 'Answer in English.' }],
@@ -58,9 +61,6 @@ describe('the Messages API over scripted workers that record what they get', () 
       tools: [{ name: 'get_weather', description: 'Weather of a city', input_schema: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] } }],
       tool_choice: { type: 'auto' },
       stop_sequences: ['END'],
-      temperature: 0.5,
-      top_p: 0.9,
-      top_k: 40,
       metadata: { user_id: 'user-7' },
       thinking: { type: 'enabled', budget_tokens: 1024 },
     });
