@@ -8,9 +8,11 @@ import { allIdle } from '../routing/support/sim-helpers';
 import { toolCallingGeneration, type ScriptedCall } from './tool-worker';
 
 /** A context worker that also counts tokens (a fixed answer per worker, to tell them apart). */
-function countingContext(inputTokens: number): FakeHandler {
+function countingContext(inputTokens: number, finished: () => boolean): FakeHandler {
   const chat = contextHandler();
+  const whole = contextHandler({ finishReason: 'stop' });
   return (req, res, worker) => {
+    if (finished() && req.path === '/v1/chat/completions') return whole(req, res, worker);
     if (req.path === '/v1/messages/count_tokens') {
       if (req.body?.model === 'refused') return json(res, 400, { type: 'error', error: { type: 'invalid_request_error', message: 'tool schema not understood' } });
       return json(res, 200, { input_tokens: inputTokens });
@@ -28,8 +30,22 @@ function expectNoCredentials(requests: ReceivedRequest[]): void {
 
 describe('the Messages API over scripted workers that record what they get', () => {
   let calls: ScriptedCall[] | undefined;
+  /** The context phase finishes the answer (its single token was the last). */
+  let contextFinishes = false;
+  /** Chat SSE events the generation worker sends as they are, instead of its script. */
+  let rawEvents: unknown[] | undefined;
+  const generation = toolCallingGeneration(() => calls);
   const cluster = useRouterCluster({
-    workers: { ctx1: countingContext(11), ctx2: countingContext(22), gen: toolCallingGeneration(() => calls) },
+    workers: {
+      ctx1: countingContext(11, () => contextFinishes),
+      ctx2: countingContext(22, () => contextFinishes),
+      gen: (req, res, w) => {
+        if (!rawEvents) return generation(req, res, w);
+        res.writeHead(200, { 'content-type': 'text/event-stream' });
+        for (const e of rawEvents) res.write(`data: ${JSON.stringify(e)}\n\n`);
+        res.end('data: [DONE]\n\n');
+      },
+    },
     config: (c) => ({ context_servers: { urls: [c.ctx1.url, c.ctx2.url] }, generation_servers: { urls: [c.gen.url] } }),
   });
   let client: Anthropic;
@@ -40,6 +56,8 @@ describe('the Messages API over scripted workers that record what they get', () 
   });
   beforeEach(() => {
     calls = undefined;
+    contextFinishes = false;
+    rawEvents = undefined;
     for (const w of workers()) w.received.length = 0;
   });
 
@@ -172,5 +190,51 @@ describe('the Messages API over scripted workers that record what they get', () 
     const refused = await client.messages.countTokens({ model: 'refused', messages: [{ role: 'user', content: 'hi' }] }).catch((e: unknown) => e);
     expect(refused).toBeInstanceOf(Anthropic.BadRequestError);
     expect((refused as InstanceType<typeof Anthropic.BadRequestError>).error).toEqual({ type: 'error', error: { type: 'invalid_request_error', message: 'tool schema not understood' } });
+  });
+
+  it('streams reasoning as a thinking block and interleaved tool calls as one block each', async () => {
+    const chunk = (delta: Record<string, unknown>, finish: string | null = null) => ({ id: 'c', object: 'chat.completion.chunk', model: 'm', choices: [{ index: 0, delta, finish_reason: finish }] });
+    rawEvents = [
+      chunk({ role: 'assistant', reasoning_content: 'The user wants ' }),
+      chunk({ reasoning_content: 'two lookups.' }),
+      chunk({ tool_calls: [{ index: 0, id: 'call_a', type: 'function', function: { name: 'lookup', arguments: '{"q":' } }] }),
+      // The second call starts while the first one's block is open: buffered, never lost.
+      chunk({ tool_calls: [{ index: 1, id: 'call_b', type: 'function', function: { name: 'lookup', arguments: '{"q":"b' } }] }),
+      chunk({ tool_calls: [{ index: 0, function: { arguments: '"a"}' } }, { index: 1, function: { arguments: '"}' } }] }),
+      chunk({}, 'tool_calls'),
+      { id: 'c', object: 'chat.completion.chunk', model: 'm', choices: [], usage: { prompt_tokens: 10, completion_tokens: 20, total_tokens: 30 } },
+    ];
+    const res = await fetch(`${cluster.url}/v1/messages`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'm', max_tokens: 2048, stream: true, thinking: { type: 'enabled', budget_tokens: 1024 }, tools: [{ name: 'lookup', input_schema: { type: 'object' } }], messages: [{ role: 'user', content: 'a and b' }] }),
+    });
+    const events = (await readSse(res)).map((d) => JSON.parse(d) as Record<string, unknown>);
+    const starts = events.filter((e) => e.type === 'content_block_start').map((e) => e.content_block);
+    expect(starts).toEqual([
+      { type: 'thinking', thinking: '', signature: '' },
+      { type: 'tool_use', id: 'call_a', name: 'lookup', input: {} },
+      { type: 'tool_use', id: 'call_b', name: 'lookup', input: {} },
+    ]);
+    const deltas = (index: number) => events.filter((e) => e.type === 'content_block_delta' && e.index === index).map((e) => e.delta as Record<string, string>);
+    expect(deltas(0)).toEqual([{ type: 'thinking_delta', thinking: 'The user wants ' }, { type: 'thinking_delta', thinking: 'two lookups.' }]);
+    expect(deltas(1).map((d) => d.partial_json).join('')).toBe('{"q":"a"}');
+    expect(deltas(2).map((d) => d.partial_json).join('')).toBe('{"q":"b"}');
+    // Every block closed before the next opened.
+    const order = events.filter((e) => String(e.type).startsWith('content_block_s')).map((e) => `${String(e.type).slice(14)}${String(e.index)}`);
+    expect(order).toEqual(['start0', 'stop0', 'start1', 'stop1', 'start2', 'stop2']);
+    expect(events.find((e) => e.type === 'message_delta')).toMatchObject({ delta: { stop_reason: 'tool_use' } });
+  });
+
+  it('answers from the context phase when it already finished the answer, plain and streamed', async () => {
+    contextFinishes = true;
+    const plain = await client.messages.create({ model: 'm', max_tokens: 8, messages: [{ role: 'user', content: 'hi' }] });
+    expect(plain.content).toEqual([{ type: 'text', text: 'A' }]);
+    expect(plain.stop_reason).toBe('end_turn');
+    const streamed = await client.messages.stream({ model: 'm', max_tokens: 8, messages: [{ role: 'user', content: 'hi' }] }).finalMessage();
+    expect(streamed.content).toEqual(plain.content);
+    expect(streamed.stop_reason).toBe('end_turn');
+    expect(streamed.usage).toMatchObject({ input_tokens: 3, cache_read_input_tokens: 2, output_tokens: 1 });
+    expect(chatBodies(cluster.gen)).toHaveLength(0);
   });
 });
