@@ -1,6 +1,7 @@
 import type { Logger } from '@nestjs/common';
 import { StringDecoder } from 'node:string_decoder';
-import { anthropicErrorBody, type AnthropicErrorType } from '../common/errors/api-shape';
+import type { HttpApiError } from '../common';
+import { anthropicErrorBody, anthropicErrorType, type AnthropicErrorType } from '../common/errors/api-shape';
 import type { ClientChannel } from '../disagg/client-channel';
 import { isObject, type Json } from './json';
 import { chatToMessage, UnconvertibleAnswerError } from './messages-response';
@@ -73,6 +74,19 @@ export class AnthropicChannel implements ClientChannel {
       out += this.line(line.endsWith('\r') ? line.slice(0, -1) : line);
     }
     return out ? this.inner.write(out) : undefined;
+  }
+
+  /**
+   * A flow failure after the stream started (a deadline, the shutdown drain): the open block
+   * is closed and the error event sent in the stream's own sequence. False when no stream is
+   * open to end that way (the error is then answered as JSON).
+   */
+  failStream(error: HttpApiError, logger: Logger): boolean {
+    if (!this.reframer || this.closed || !this.inner.headersSent) return false;
+    logger.warn(`[${this.requestId}] ${error.getStatus()} ${error.body.error.message}`);
+    void this.inner.write(this.fail(anthropicErrorType(error.getStatus()), error.body.error.message))?.catch(() => undefined);
+    this.inner.end();
+    return true;
   }
 
   end(): void {

@@ -2,12 +2,15 @@ import { Controller, Logger, Optional, Post, Req, Res } from '@nestjs/common';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { ClientTrafficGate } from '../admission/client-traffic-gate';
 import { ClientTraffic } from '../admission/client-traffic.decorator';
+import { ClientGoneError, HttpApiError } from '../common';
 import { requireJsonContentType } from '../common/json-content-type';
 import { DisaggService } from '../disagg/disagg.service';
 import { endFailedFlow, FastifyClientChannel } from '../disagg/fastify-client-channel';
 import { AnthropicChannel } from './anthropic-channel';
 import { CountTokensForwarder } from './count-tokens-forwarder';
 import { messagesToChat } from './messages-request';
+
+const SHUTTING_DOWN = new HttpApiError(503, 'the router is shutting down', { code: 'shutting_down' });
 
 /**
  * The Anthropic Messages API front door (README "Anthropic Messages API"): a message request
@@ -50,6 +53,9 @@ export class AnthropicController {
     try {
       await this.disagg.handle('chat', chat.body, channel, req.headers);
     } catch (err) {
+      const gone = err instanceof ClientGoneError && !inner.stoppedForShutdown;
+      const error = err instanceof ClientGoneError ? SHUTTING_DOWN : err instanceof HttpApiError ? err : undefined;
+      if (!gone && error && channel.failStream(error, this.logger)) return;
       endFailedFlow(err, inner, this.logger, 'anthropic');
     }
   }

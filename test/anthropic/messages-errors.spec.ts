@@ -154,6 +154,20 @@ describe('Messages API: admission, API keys and missing servers in Anthropic\'s 
   });
 });
 
+describe('Messages API stream past its deadline', () => {
+  const cluster = useFakeCluster({ timeouts: { request_s: 1 } }, { gen: firstChunkThen('hold') });
+
+  it('closes the open block and ends with a timeout_error event', async () => {
+    const res = await fetch(`${cluster.url}/v1/messages`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ ...ask, stream: true }) });
+    expect(res.status).toBe(200);
+    const events = (await readSse(res)).map((d) => JSON.parse(d) as Record<string, unknown>);
+    expect(events.map((e) => e.type)).toEqual(['message_start', 'ping', 'content_block_start', 'content_block_delta', 'content_block_stop', 'error']);
+    expect(events.at(-1)).toMatchObject({ error: { type: 'timeout_error', message: expect.stringMatching(/timeouts.request_s/) as unknown } });
+    await waitFor(() => cluster.gen.aborted === 1, 10_000, 'generation call aborted');
+    await waitFor(() => allIdle(cluster.router.app), 10_000, 'idle');
+  });
+});
+
 describe('count_tokens and /v1/models with no context server ready', () => {
   const cluster = useRouterCluster({
     waitReady: false,
