@@ -65,14 +65,16 @@ export class AnthropicChannel implements ClientChannel {
 
   write(chunk: Buffer | string): Promise<void> | undefined {
     if (this.closed) return undefined;
-    this.pending += typeof chunk === 'string' ? chunk : this.decoder.write(chunk);
+    const text = this.pending + (typeof chunk === 'string' ? chunk : this.decoder.write(chunk));
     let out = '';
+    let from = 0;
     let nl: number;
-    while (!this.closed && (nl = this.pending.indexOf('\n')) >= 0) {
-      const line = this.pending.slice(0, nl);
-      this.pending = this.pending.slice(nl + 1);
-      out += this.line(line.endsWith('\r') ? line.slice(0, -1) : line);
+    while (!this.closed && (nl = text.indexOf('\n', from)) >= 0) {
+      const end = nl > from && text.charCodeAt(nl - 1) === 0x0d ? nl - 1 : nl;
+      out += this.line(text.slice(from, end));
+      from = nl + 1;
     }
+    this.pending = this.closed ? '' : text.slice(from);
     return out ? this.inner.write(out) : undefined;
   }
 

@@ -158,7 +158,8 @@ describe('the Messages API over scripted workers that record what they get', () 
 
   it('writes the Messages event sequence on the wire, ping after message_start', async () => {
     calls = [{ id: 'call_a', name: 'lookup', arguments: '{"q":"x"}' }];
-    const res = await fetch(`${cluster.url}/v1/messages`, {
+    // Claude Code adds ?beta=true to its Messages calls.
+    const res = await fetch(`${cluster.url}/v1/messages?beta=true`, {
       method: 'POST',
       headers: { 'content-type': 'application/json', 'x-api-key': 'k', 'anthropic-version': '2023-06-01' },
       body: JSON.stringify({ model: 'm', max_tokens: 16, stream: true, tools: [{ name: 'lookup', input_schema: { type: 'object' } }], messages: [{ role: 'user', content: 'q' }] }),
