@@ -4,8 +4,7 @@ import { APP_CONFIG, type AppConfig } from '../config';
 import { HttpApiError, REQUEST_ID_HEADER } from '../common';
 import { anthropicErrorBody } from '../common/errors/api-shape';
 import { requireJsonContentType } from '../common/json-content-type';
-import { AnswerTooLargeError, readAnswerText } from '../disagg/answer-body';
-import { classifyTransportError, clientSafeCode, HttpSessionProvider } from '../http-session';
+import { AnswerTooLargeError, classifyTransportError, clientSafeCode, HttpSessionProvider, readBoundedBody } from '../http-session';
 import { SideRequestPicker } from '../servers';
 import { isObject } from './json';
 import { countTokensToChat } from './messages-request';
@@ -55,7 +54,7 @@ export class CountTokensForwarder {
         bodyTimeoutMs: timeoutMs,
       });
       status = res.statusCode;
-      text = await readAnswerText(res, COUNT_ANSWER_LIMIT);
+      text = (await readBoundedBody(res.body, res.headers['content-length'], COUNT_ANSWER_LIMIT)).toString('utf8');
     } catch (err) {
       if (gone.signal.aborted) {
         if (!reply.sent) reply.hijack();

@@ -1,6 +1,6 @@
 import { Controller, Get, Res } from '@nestjs/common';
 import type { FastifyReply } from 'fastify';
-import { classifyTransportError, clientSafeCode, HttpSessionProvider } from '../http-session';
+import { AnswerTooLargeError, classifyTransportError, clientSafeCode, HttpSessionProvider, readBoundedBody } from '../http-session';
 import { ClusterStatus, SideRequestPicker } from '../servers';
 import { packageVersion } from '../version';
 
@@ -43,14 +43,17 @@ export class ClusterController {
     const role = this.sideWorkers.role();
     const server = this.sideWorkers.pick(role);
     if (!server) return objectError(reply, 503, `no ${role} server is ready to list the models`);
-    let res;
+    let status: number;
+    let text: Buffer;
     try {
-      res = await this.session.request({ origin: server.origin, path: '/v1/models', headersTimeoutMs: 10_000, bodyTimeoutMs: 10_000 });
+      const res = await this.session.request({ origin: server.origin, path: '/v1/models', headersTimeoutMs: 10_000, bodyTimeoutMs: 10_000 });
+      status = res.statusCode;
+      text = await readBoundedBody(res.body, res.headers['content-length'], this.session.options.maxControlAnswerBytes);
     } catch (err) {
-      return objectError(reply, 502, `${role} server ${server.url} failed: ${clientSafeCode(err, classifyTransportError(err))}`);
+      const why = err instanceof AnswerTooLargeError ? err.message : clientSafeCode(err, classifyTransportError(err));
+      return objectError(reply, 502, `${role} server ${server.url} failed: ${why}`);
     }
-    const text = await res.body.text();
-    void reply.code(res.statusCode).header('content-type', 'application/json').send(text);
+    void reply.code(status).header('content-type', 'application/json').send(text);
   }
 }
 
