@@ -1,19 +1,21 @@
 import { Inject, Injectable, Optional } from '@nestjs/common';
 import { APP_CONFIG, trtllmEnv, type AppConfig, type ServerRole } from '../config';
 import { RequestTracing } from '../observability/tracing';
+import { RETURN_METRICS_HEADER, ResponsePerfMetrics } from '../observability';
 import { HttpApiError } from '../common';
-import { NoServerAvailableError, type RequestKind, type RoutingRequest, type SubagentAffinity } from '../routing';
+import { NoServerAvailableError, type RequestKind, type RoutingRequest } from '../routing';
 import { ServerRegistry } from '../servers';
 import { readAnswerText, AnswerTooLargeError } from './answer-body';
 import { channelWithOwnAbort, type ClientChannel } from './client-channel';
 import { defaultNodeId, nextDisaggRequestId } from './disagg-request-id';
 import { RequestEvents } from '../request-events';
 import { deadlineError, newFlow, type Flow, type Reservation } from './request-flow';
-import { serializeRequest } from './serialize';
 import { StreamRelay } from './stream-relay';
 import { RequestSigner } from './request-signer';
+import { WorkerBody } from './worker-body';
+import { WorkerBodyEncodings } from './worker-body-encodings';
 import {
-  type ContextAnswerOk, benchmarkGenerationBody, contextRequestBody, conversationIdOf, generationFirstBodies, generationParams, generationRequestText,
+  type ContextAnswerOk, benchmarkGenerationBody, contextRequestBody, conversationIdOf, generationFirstBodies, generationParams, generationRequest,
   parseContextAnswer, wholeContextAnswer, stripContextOnly, withDisaggRequestId, withPromptTokens,
 } from './trtllm-protocol';
 import { UpstreamDispatch, type Attempt, type Attempts } from './upstream-dispatch';
@@ -23,9 +25,12 @@ import { workerErrorBody } from './worker-error';
 
 type Body = Record<string, unknown>;
 
-interface BuiltBody {
-  text: string;
+/** One attempt's body, and what its signatures cover (see RequestSigner). */
+interface SignableBody {
+  sent: WorkerBody;
+  /** The request's model and conversation_params, as sent. */
   body: Body;
+  /** The disaggregated_params sent. */
   params: Body;
 }
 
@@ -54,7 +59,9 @@ export class DisaggService {
     private readonly events: RequestEvents,
     private readonly dispatch: UpstreamDispatch,
     private readonly relay: StreamRelay,
+    private readonly encodings: WorkerBodyEncodings,
     @Optional() private readonly tracing?: RequestTracing,
+    @Optional() private readonly perf?: ResponsePerfMetrics,
   ) {
     this.nodeId = config.node_id ?? defaultNodeId();
     this.signer = new RequestSigner(config);
@@ -74,6 +81,12 @@ export class DisaggService {
       requestMs: this.config.timeouts.request_s * 1000,
       trace: this.tracing?.startRequest(kind, channel.requestId),
     });
+    const perf = this.perf?.begin(headers, channel.requestId, disaggId);
+    if (perf) {
+      // The workers are asked for their metrics with the client's own header.
+      flow.perf = perf;
+      flow.headers[RETURN_METRICS_HEADER] = '1';
+    }
     let status = 200;
     try {
       status = await this.run(flow, body, disaggId);
@@ -127,7 +140,7 @@ export class DisaggService {
     }
     const genAttempts = this.attemptsWithIds(flow, 'generation', disaggId, (id) => {
       const params = generationParams(body, answer, id);
-      return { text: generationRequestText(flow.kind, body, answer, id, params), body, params };
+      return { sent: generationRequest(flow.kind, body, answer, params), body, params };
     });
     flow.done.ctxRequestId = (answer.choice.disaggregated_params as { ctx_request_id?: number }).ctx_request_id;
     return this.generate(flow, genAttempts, contextUsageOf(answer.json), [ctx.server], reserved?.held);
@@ -139,8 +152,7 @@ export class DisaggService {
     const timeoutMs = this.generationStarts(flow);
     const first = await this.dispatch.pick(flow, 'generation', []);
     const whole = withPromptTokens(flow.kind, body, flow.routing.tokenIds);
-    const text = this.serializeFor(flow, first, whole);
-    return this.generation(flow, first, this.attempts(flow, 'generation', whole, text), undefined, [], timeoutMs);
+    return this.generation(flow, first, this.attempts(flow, 'generation', whole), undefined, [], timeoutMs);
   }
 
   /**
@@ -162,14 +174,16 @@ export class DisaggService {
     const first = await this.dispatch.pick(flow, 'context', exclude);
     // Built once the context router picked: a KV-aware router may have tokenized the prompt.
     const ctxBody = contextRequestBody(flow.kind, body, flow.routing.tokenIds, disaggId);
-    const text = this.serializeFor(flow, first, ctxBody);
-    const attempts = this.attemptsWithIds(flow, 'context', disaggId, (id) =>
-      id === disaggId ? { text, body: ctxBody, params: ctxBody.disaggregated_params as Body } : this.built(withDisaggRequestId(ctxBody, id)));
+    const attempts = this.attemptsWithIds(flow, 'context', disaggId, (id) => {
+      const sent = withDisaggRequestId(ctxBody, id);
+      return { sent: WorkerBody.of(sent), body: sent, params: sent.disaggregated_params as Body };
+    });
     const call = await this.dispatch.send(flow, 'context', first, attempts, exclude, this.contextTimeoutMs(), false);
     const { router, route, res } = call;
     flow.done.contextServer = route.server.url;
     const answer = await this.dispatch.readAnswer(flow, 'context', call);
     flow.timings.contextEnd = performance.now() - flow.started;
+    flow.perf?.fromHeaders('ctx', route.server.url, res.headers);
     if (res.statusCode !== 200) {
       this.dispatch.finish(flow, router, true);
       return { refused: true, status: res.statusCode, text: workerErrorBody('context', res.statusCode, answer) };
@@ -193,26 +207,24 @@ export class DisaggService {
     flow.done.ctxRequestId = disaggId;
     const bodies = generationFirstBodies(withPromptTokens(flow.kind, body, flow.routing.tokenIds), disaggId, conversationIdOf(body), ctxServer.serverInfo);
     // The two calls are linked by this id (ctx_request_id), so a retry keeps it.
-    let genText: Attempts, ctxText: Attempts;
-    try {
-      genText = this.attempts(flow, 'generation', bodies.generation);
-      ctxText = this.attempts(flow, 'context', bodies.context);
-    } catch (err) {
-      this.dispatch.finish(flow, ctx.router, false);
-      throw err;
-    }
+    const genAttempts = this.attempts(flow, 'generation', bodies.generation);
+    const ctxSent = WorkerBody.of(bodies.context);
+    const ctxAttempts = this.attempts(flow, 'context', bodies.context, ctxSent);
+    // Written before either call goes out: the two bodies nest alike, so both can be written.
+    this.dispatch.encode(flow, ctx, this.encodings.encoderFor(ctxServer), ctxSent);
     const linked = channelWithOwnAbort(flow.channel);
-    const generation = this.generate({ ...flow, channel: linked.channel }, genText, undefined, [ctxServer.url]);
+    const generation = this.generate({ ...flow, channel: linked.channel }, genAttempts, undefined, [ctxServer.url]);
     generation.catch(() => undefined);
     flow.timings.contextStart = performance.now() - flow.started;
     let failure: Error | { status: number; text: string } | undefined;
     try {
-      const { res, limit } = await this.dispatch.send(flow, 'context', ctx, ctxText, [], this.contextTimeoutMs(), false);
-      const text = await readAnswerText(res, limit).catch((err: unknown) => {
+      const { res, limit, answerText } = await this.dispatch.send(flow, 'context', ctx, ctxAttempts, [], this.contextTimeoutMs(), false);
+      const text = answerText ?? await readAnswerText(res, limit).catch((err: unknown) => {
         if (!(err instanceof AnswerTooLargeError)) throw err;
         throw new HttpApiError(502, `context server ${ctxServer.url} sent an answer larger than the limit of ${limit} bytes`, { code: 'answer_too_large' });
       });
       flow.timings.contextEnd = performance.now() - flow.started;
+      flow.perf?.fromHeaders('ctx', ctxServer.url, res.headers);
       this.dispatch.finish(flow, ctx.router, res.statusCode === 200);
       if (res.statusCode !== 200) failure = { status: res.statusCode, text };
     } catch (err) {
@@ -253,43 +265,29 @@ export class DisaggService {
   }
 
   /**
-   * The attempts of a call whose body does not change on a retry; plain text when no header
-   * is signed for it (the common case: no object per attempt).
+   * The attempts of a call whose body does not change on a retry; the body itself when no
+   * header is signed for it (the common case: nothing made per attempt).
    */
-  private attempts(flow: Flow, role: ServerRole, body: Body, text = serializeRequest(body)): Attempts {
+  private attempts(flow: Flow, role: ServerRole, body: Body, sent = WorkerBody.of(body)): Attempts {
     const headers = this.signer.headersFor({ role, body, params: body.disaggregated_params as Body | undefined, affinity: flow.routing.subagentAffinity });
-    return headers ? () => ({ body: text, headers }) : text;
+    return headers ? () => ({ body: sent, headers }) : sent;
   }
 
   /**
    * The attempts of a call naming a disagg_request_id: each retry gets a fresh id, as
    * TensorRT-LLM issues one (a worker may still hold the failed attempt's), signed anew.
-   * `build` gives the text sent, and the body (model, conversation_params) and
-   * disaggregated_params it carries, which the signatures cover. The first attempt is built
-   * here, so a body that cannot be serialised fails before a server is reserved for it.
+   * `build` gives the body sent under an id, and the fields and disaggregated_params the
+   * signatures cover. Each attempt's body is encoded for its server by UpstreamDispatch.send.
    */
-  private attemptsWithIds(flow: Flow, role: ServerRole, firstId: number, build: (id: number) => BuiltBody): Attempts {
+  private attemptsWithIds(flow: Flow, role: ServerRole, firstId: number, build: (id: number) => SignableBody): Attempts {
     const affinity = flow.routing.subagentAffinity;
-    const signed = ({ text, body, params }: BuiltBody): Attempt => ({ body: text, headers: this.signer.headersFor({ role, body, params, affinity }) });
-    const first = signed(build(firstId));
-    return (attempt) => (attempt === 0 ? first : signed(build(nextDisaggRequestId(this.nodeId))));
-  }
-
-  private built(body: Body): BuiltBody {
-    return { text: serializeRequest(body), body, params: body.disaggregated_params as Body };
+    return (attempt): Attempt => {
+      const { sent, body, params } = build(attempt === 0 ? firstId : nextDisaggRequestId(this.nodeId));
+      return { body: sent, headers: this.signer.headersFor({ role, body, params, affinity }) };
+    };
   }
 
   private contextTimeoutMs(): number {
     return (this.config.timeouts.context_first_byte_s ?? this.config.timeouts.request_s) * 1000;
-  }
-
-  /** The router's own work after a pick: a body it cannot serialise is never the server's failure. */
-  private serializeFor(flow: Flow, held: Reservation, body: Body): string {
-    try {
-      return serializeRequest(body);
-    } catch (err) {
-      this.dispatch.finish(flow, held.router, true);
-      throw err;
-    }
   }
 }

@@ -1,5 +1,6 @@
 import type { RequestKind } from '../routing';
 import { serializeRequest } from './serialize';
+import { WorkerBody } from './worker-body';
 
 /**
  * The disaggregated wire protocol of TensorRT-LLM's workers: the bodies the router sends
@@ -45,7 +46,10 @@ export function contextRequestBody(kind: RequestKind, body: Body, tokenIds: numb
   };
 }
 
-/** The generation request's disaggregated_params: the context answer's, turned generation_only. */
+/**
+ * The generation request's disaggregated_params: the context answer's turned generation_only,
+ * under the attempt's disagg_request_id, with the client's conversation id.
+ */
 export function generationParams(body: Body, ctx: ContextAnswerOk, disaggId: number): Body {
   const params = { ...(ctx.choice.disaggregated_params as Body) };
   params.request_type = 'generation_only';
@@ -55,10 +59,10 @@ export function generationParams(body: Body, ctx: ContextAnswerOk, disaggId: num
   return params;
 }
 
-/** The body with another disagg_request_id (a retry's), or as it is when it names none. */
+/** The body with another disagg_request_id (a retry's), or as it is when it names none or this one. */
 export function withDisaggRequestId(body: Body, disaggId: number): Body {
   const params = body.disaggregated_params as Body | undefined;
-  if (params?.disagg_request_id === undefined) return body;
+  if (params?.disagg_request_id === undefined || params.disagg_request_id === disaggId) return body;
   return { ...body, disaggregated_params: { ...params, disagg_request_id: disaggId } };
 }
 
@@ -80,13 +84,28 @@ export function benchmarkGenerationBody(body: Body): Body {
  * disaggregated_params (turned generation_only) and, when it echoed them, the prompt's ids,
  * spliced in as the text they came as (no parse and re-stringify of the bulk of the body).
  */
-export function generationRequestText(kind: RequestKind, body: Body, ctx: ContextAnswerOk, disaggId: number, params = generationParams(body, ctx, disaggId)): string {
+export function generationRequestText(kind: RequestKind, body: Body, ctx: ContextAnswerOk, params: Body): string {
   const idsKey = kind === 'completion' ? 'prompt' : 'prompt_token_ids';
   if (ctx.promptIdsText === undefined) return serializeRequest({ ...body, disaggregated_params: params });
   const { [idsKey]: _replaced, ...rest } = body;
   const text = serializeRequest({ ...rest, disaggregated_params: params });
   // A non-empty object's text ends with '}': the ids go in as its last member.
   return `${text.slice(0, -1)},"${idsKey}":${ctx.promptIdsText}}`;
+}
+
+/** The generation request as an object, for a msgpack worker: the echoed ids as numbers. */
+export function generationRequestObject(kind: RequestKind, body: Body, ctx: ContextAnswerOk, params: Body): Body {
+  const out: Body = { ...body, disaggregated_params: params };
+  if (ctx.promptIdsText !== undefined) out[kind === 'completion' ? 'prompt' : 'prompt_token_ids'] = JSON.parse(ctx.promptIdsText) as number[];
+  return out;
+}
+
+/**
+ * The generation request in the encoding of the server it goes to (see WorkerBody), carrying
+ * `params` (see generationParams).
+ */
+export function generationRequest(kind: RequestKind, body: Body, ctx: ContextAnswerOk, params: Body): WorkerBody {
+  return new WorkerBody(() => generationRequestObject(kind, body, ctx, params), () => generationRequestText(kind, body, ctx, params));
 }
 
 /**
