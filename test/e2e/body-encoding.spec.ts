@@ -1,12 +1,13 @@
 import { afterEach, describe, expect, it } from '@jest/globals';
-import { unpack } from 'msgpackr';
+import { unpack, Unpackr } from 'msgpackr';
 import type { AppConfigInput } from '../../src/config';
 import { startSimCluster, type SimCluster } from '../../src/simulator';
 import { LogCapture } from '../observability/log-capture';
 import { expectSettled } from '../reliability/support/leaks';
-import { contextHandler, FakeWorker, generationHandler, type ReceivedRequest } from '../support/fake-worker';
+import { contextHandler, FakeWorker, generationHandler, json, type FakeHandler, type ReceivedRequest } from '../support/fake-worker';
 import { postJson, startRouter, type RunningRouter } from '../support/router-app';
 import { postStream, readSse } from '../support/sse';
+import { checkingSignatures, type SignatureCheck } from '../support/trtllm-signatures';
 
 /**
  * Worker bodies as msgpack (`X-TRTLLM-Msgpack: 1`, README "Worker body encoding"): scripted
@@ -127,6 +128,77 @@ describe('worker body encoding', () => {
       `generation server ${gen.url} cannot parse msgpack bodies (HTTP 400: {"detail":"There was an error parsing the body"}); it gets JSON from now on (http_session.body_encoding: auto)`,
     ]);
     await expectSettled(r);
+  });
+
+  it("TRTLLM_DISAGG_BENCHMARK_GEN_ONLY=1: TensorRT-LLM's generation-only body reaches a msgpack worker as msgpack", async () => {
+    const gen = await worker('gen');
+    process.env.TRTLLM_DISAGG_BENCHMARK_GEN_ONLY = '1';
+    try {
+      // The mode is read when the router starts.
+      await start('msgpack', [await worker('ctx')], [gen]);
+    } finally {
+      delete process.env.TRTLLM_DISAGG_BENCHMARK_GEN_ONLY;
+    }
+    expect((await postJson(`${router!.url}/v1/completions`, { ...body, prompt: [1, 2, 3] })).status).toBe(200);
+    const [call] = inference(gen);
+    expect(call.encoding).toBe('msgpack');
+    expect(call.body).toMatchObject({ prompt: [1, 2, 3], ignore_eos: true, disaggregated_params: { request_type: 'generation_only', first_gen_tokens: [7], ctx_request_id: 1 } });
+  });
+
+  describe('signed handoffs (docs/protocol.md "Signed handoff")', () => {
+    const KEY = 'a-shared-key';
+    const signed = { internal_request_auth_key: KEY, conversation_affinity_header_for_subagents: 'x-parent-session', subagent_affinity_scope: 'both' } as const;
+    const idOf = (call: ReceivedRequest): unknown => (call.body!.disaggregated_params as { disagg_request_id: unknown }).disagg_request_id;
+    /** Answers 503 to its first inference call, as a worker failing once. */
+    const failingOnce = (then: FakeHandler): FakeHandler => {
+      let failed = false;
+      return (req, res, w) => {
+        if (failed || !req.path.startsWith('/v1/')) return then(req, res, w);
+        failed = true;
+        json(res, 503, { detail: 'busy' });
+      };
+    };
+
+    it('msgpack: each attempt is signed over what it carries, a retry with a fresh disagg_request_id and signatures over it', async () => {
+      const ctxChecks: SignatureCheck[] = [];
+      const genChecks: SignatureCheck[] = [];
+      const ctx = await worker('ctx');
+      ctx.handler = checkingSignatures(KEY, 'context', contextHandler({ promptTokenIds: PROMPT_IDS }), ctxChecks);
+      const gen = await worker('gen');
+      gen.handler = checkingSignatures(KEY, 'generation', failingOnce(generationHandler({ chunks: 4 })), genChecks);
+      const r = await start('msgpack', [ctx], [gen], signed);
+      const res = await postJson(`${r.url}/v1/completions`, body, { 'x-parent-session': 'parent-7' });
+      expect(res.status).toBe(200);
+
+      const calls = inference(gen);
+      expect(calls.map((c) => c.encoding)).toEqual(['msgpack', 'msgpack']);
+      expect(genChecks).toEqual([
+        { path: '/v1/completions', handoff: 'ok', affinity: 'ok', affinityId: 'parent-7' },
+        { path: '/v1/completions', handoff: 'ok', affinity: 'ok', affinityId: 'parent-7' },
+      ]);
+      expect(ctxChecks).toEqual([{ path: '/v1/completions', handoff: 'none', affinity: 'ok', affinityId: 'parent-7' }]);
+      expect(idOf(calls[0])).toBe(idOf(inference(ctx)[0]));
+      expect(idOf(calls[1])).not.toBe(idOf(calls[0]));
+      // The affinity signature covers the id, so the retry's differs.
+      expect(calls[1].headers['x-trtllm-subagent-affinity-auth']).not.toBe(calls[0].headers['x-trtllm-subagent-affinity-auth']);
+      await expectSettled(r);
+    });
+
+    it('auto: an older worker gets the refused attempt as JSON with the same id and signatures', async () => {
+      const genChecks: SignatureCheck[] = [];
+      const ctx = await worker('ctx');
+      const gen = await worker('gen', { old: true });
+      gen.handler = checkingSignatures(KEY, 'generation', generationHandler({ chunks: 4 }), genChecks);
+      const r = await start('auto', [ctx], [gen], signed);
+      expect((await postJson(`${r.url}/v1/completions`, body)).status).toBe(200);
+
+      const [refused, resent] = inference(gen);
+      expect([refused.encoding, resent.encoding]).toEqual(['msgpack', 'json']);
+      expect(new Unpackr({ int64AsType: 'number', mapsAsObjects: true }).unpack(refused.raw)).toEqual(resent.body);
+      expect(resent.headers['x-trtllm-disagg-auth']).toBe(refused.headers['x-trtllm-disagg-auth']);
+      expect(genChecks).toEqual([{ path: '/v1/completions', handoff: 'ok', affinity: 'none', affinityId: undefined }]);
+      await expectSettled(r);
+    });
   });
 
   it('auto: each worker of a mixed pool gets its own encoding', async () => {
