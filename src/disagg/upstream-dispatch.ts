@@ -8,6 +8,7 @@ import { NoServerAvailableError, RouterRegistry, type RouteResult, type Router }
 import { AnswerTooLargeError, answerLimitFor, readAnswerText } from './answer-body';
 import { RequestEvents, type UpstreamFailureEvent } from '../request-events';
 import type { Flow, Reservation } from './request-flow';
+import { bodyForRoute } from './route-hint';
 import { SameServerRetry } from './same-server-retry';
 import { ClientGoneError, INFERENCE_PATH, type UpstreamFailureKind } from '../common';
 
@@ -92,7 +93,7 @@ export class UpstreamDispatch {
           path: INFERENCE_PATH[flow.kind],
           method: 'POST',
           headers,
-          body,
+          body: bodyForRoute(body, route.info),
           signal: flow.channel.abort,
           headersTimeoutMs: timeoutMs,
           // A stalled stream must never hang forever: without stream_idle_s, request_s bounds the silence.

@@ -1,6 +1,7 @@
 import { DynamicModule, Module, type Type } from '@nestjs/common';
 import type { AppConfig } from '../config';
 import { KV_METRICS } from '../kv-cache';
+import { KV_REPORT_METRICS } from '../kv-events-zmq';
 import { ServersModule } from '../servers';
 import { WorkerClientModule } from '../worker-client';
 import { InFlightRequests } from './context/in-flight-requests';
@@ -37,8 +38,9 @@ export class ObservabilityModule {
         InFlightRequests, MetricsService, RequestMetricsListener, RequestContextHooks, PayloadLogHooks, PerfMetricsStore, TrtllmPerfMetrics, RequestTracing,
         // The KV room reports applied events and failed polls through the metrics service.
         { provide: KV_METRICS, useExisting: MetricsService },
+        { provide: KV_REPORT_METRICS, useExisting: MetricsService },
       ],
-      exports: [MetricsService, PerfMetricsStore, RequestTracing, KV_METRICS],
+      exports: [MetricsService, PerfMetricsStore, RequestTracing, KV_METRICS, KV_REPORT_METRICS],
     };
   }
 }
