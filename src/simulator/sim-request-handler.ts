@@ -93,6 +93,7 @@ export class SimRequestHandler {
     const state = this.state;
     return {
       kv_cache_hash_algo: state.options.kvHashAlgo,
+      worker_id: state.options.workerId,
       server_role: state.role,
       model: state.options.model,
       tokens_per_block: state.options.tokensPerBlock,
@@ -153,7 +154,10 @@ export class SimRequestHandler {
     if (fault && answerTerminalFault(state, fault, req, res)) return;
     const refusal = this.checkRole(sr);
     if (refusal) return this.reject(res, refusal);
-    answerGeneration(state, req, res, planGeneration(state, sr, fault));
+    const plan = planGeneration(state, sr, fault);
+    state.rankInFlight[plan.dpRank]++;
+    res.once('close', () => state.rankInFlight[plan.dpRank]--);
+    answerGeneration(state, req, res, plan);
   }
 
   private checkRole(sr: SimRequest): string | undefined {
