@@ -168,6 +168,10 @@ const simulateSchema = z.looseObject({
   tokens_per_block: positiveInt.optional(),
   /** Block-key algorithm the simulated workers announce and emit. */
   kv_hash_algo: z.enum(['v1_block_key', 'v2_sha256', 'v2_sha256_64']).optional(),
+  /** Data-parallel ranks per simulated worker, each with its own KV cache. */
+  dp_ranks: positiveInt.optional(),
+  /** The workers push KV events and load to a centralized KV router on 127.0.0.1 at this port (its router_port). */
+  kv_report_port: z.number().int().min(1).max(65535).optional(),
 });
 
 /**
