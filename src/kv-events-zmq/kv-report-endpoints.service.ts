@@ -47,9 +47,9 @@ export class KvReportEndpoints implements OnModuleDestroy {
     @Optional() @Inject(KV_REPORT_METRICS) private readonly metrics?: KvReportMetrics,
     @Optional() @Inject(KV_REPORT_RELAY) private readonly relay?: KvReportRelay,
   ) {
-    this.unsubscribe = relay?.subscribe((port, report) => {
-      const bound = this.byPort.get(port);
-      if (bound) this.apply(bound, report);
+    // Another replica's report: every endpoint of this one learns it (namespaces keep pools apart).
+    this.unsubscribe = relay?.subscribe((report) => {
+      for (const bound of this.byPort.values()) this.apply(bound, report);
     });
   }
 
@@ -103,7 +103,7 @@ export class KvReportEndpoints implements OnModuleDestroy {
           this.logger.warn(`dropped a report on ${bound.address}: ${decoded.detail}`);
           continue;
         }
-        if (this.apply(bound, decoded.report)) this.relay?.publish(bound.port, decoded.report);
+        if (this.apply(bound, decoded.report)) this.relay?.publish(decoded.report);
       }
     } catch (err) {
       // Closing the socket ends the iteration; anything else is worth a line.

@@ -16,6 +16,6 @@ export interface KvReportMetrics {
  */
 export const KV_REPORT_RELAY = Symbol('KV_REPORT_RELAY');
 export interface KvReportRelay {
-  publish(port: number, report: KvReport): void;
-  subscribe(handler: (port: number, report: KvReport) => void): () => void;
+  publish(report: KvReport): void;
+  subscribe(handler: (report: KvReport) => void): () => void;
 }

@@ -69,7 +69,7 @@ export class SimRequestHandler {
         c.count('kv_cache_events');
         // Drain only when answering, so a failed poll does not lose events.
         return readBody(req, maxBody, res, () =>
-          this.simple('kv_cache_events', req, res, () => sendJson(res, 200, serializeKvEvents(state.kv.drainEvents()))),
+          this.simple('kv_cache_events', req, res, () => sendJson(res, 200, state.options.kvReports ? '[]' : serializeKvEvents(state.kv.drainEvents()))),
         );
       case '/perf_metrics':
       case '/steady_clock_offset':
