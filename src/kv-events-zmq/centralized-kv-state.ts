@@ -68,7 +68,13 @@ export function parseWorkerId(workerId: string): [string, number | undefined] {
   return [workerId.slice(0, at), Number(digits)];
 }
 
-export type ApplyOutcome = 'applied' | 'out_of_order';
+export type ApplyOutcome = 'applied' | 'out_of_order' | 'unknown_namespace' | 'too_many_workers';
+
+/** The pools' namespaces, as TensorRT-LLM's router names them. */
+export const KV_REPORT_NAMESPACES: ReadonlySet<string> = new Set(['ctx', 'gen']);
+
+/** Workers (instances and whole workers) known per namespace at most: an unsigned endpoint must not grow without bound. */
+export const MAX_REPORTING_WORKERS = 4096;
 
 export class CentralizedKvState {
   private readonly namespaces = new Map<string, NamespaceState>();
@@ -84,15 +90,19 @@ export class CentralizedKvState {
   }
 
   apply(report: KvReport): ApplyOutcome {
+    if (!KV_REPORT_NAMESPACES.has(report.namespace)) return 'unknown_namespace';
     const ns = this.namespaces.get(report.namespace) ?? this.newNamespace(report.namespace);
     const [instanceId, rank] = parseWorkerId(report.workerId);
+    const full = ns.whole.size + ns.instances.size >= MAX_REPORTING_WORKERS;
     let inst: InstanceState | undefined;
     let rs: RankState | undefined;
     if (rank === undefined) {
       rs = ns.whole.get(report.workerId);
+      if (!rs && full) return 'too_many_workers';
       if (!rs) ns.whole.set(report.workerId, (rs = new RankState(undefined)));
     } else {
       inst = ns.instances.get(instanceId);
+      if (!inst && full) return 'too_many_workers';
       if (!inst) ns.instances.set(instanceId, (inst = new InstanceState(instanceId)));
       rs = inst.ranks.get(rank);
       if (!rs) inst.ranks.set(rank, (rs = new RankState(rank)));

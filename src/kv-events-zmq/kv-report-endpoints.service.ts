@@ -100,7 +100,7 @@ export class KvReportEndpoints implements OnModuleDestroy {
         const decoded = decodeReportFrame(frame, bound.key);
         if (!decoded.ok) {
           this.metrics?.kvReportDropped(decoded.problem);
-          this.logger.warn(`dropped a report on ${bound.address}: ${decoded.detail}`);
+          this.warnOnce(decoded.problem, `dropped a report on ${bound.address}: ${decoded.detail} (counted in disagg_router_kv_reports_dropped_total; logged once)`);
           continue;
         }
         if (this.apply(bound, decoded.report)) this.relay?.publish(decoded.report);
@@ -113,17 +113,26 @@ export class KvReportEndpoints implements OnModuleDestroy {
 
   private apply(bound: Bound, report: KvReport): boolean {
     const outcome = bound.state.apply(report);
-    if (outcome === 'out_of_order') {
-      this.metrics?.kvReportDropped('out_of_order');
+    if (outcome !== 'applied') {
+      this.metrics?.kvReportDropped(outcome);
+      if (outcome !== 'out_of_order') this.warnOnce(outcome, `dropped a report of ${report.workerId} on ${bound.address}: ${outcome.replaceAll('_', ' ')} (namespace ${report.namespace})`);
       return false;
     }
     this.metrics?.kvReportReceived(report.kind);
     return true;
   }
 
+  private readonly warned = new Set<string>();
+
+  private warnOnce(key: string, message: string): void {
+    if (this.warned.has(key)) return;
+    this.warned.add(key);
+    this.logger.warn(message);
+  }
+
   private async close(bound: Bound): Promise<void> {
     if (this.byPort.get(bound.port) === bound) this.byPort.delete(bound.port);
-    bound.socket.close();
+    if (!bound.socket.closed) bound.socket.close();
     await bound.loop;
   }
 

@@ -1,3 +1,4 @@
+import type { ApplyOutcome } from './centralized-kv-state';
 import type { KvReport } from './kv-reports';
 import type { FrameProblem } from './report-frame';
 
@@ -5,7 +6,7 @@ import type { FrameProblem } from './report-frame';
 export const KV_REPORT_METRICS = Symbol('KV_REPORT_METRICS');
 export interface KvReportMetrics {
   kvReportReceived(kind: KvReport['kind']): void;
-  kvReportDropped(reason: FrameProblem | 'out_of_order'): void;
+  kvReportDropped(reason: FrameProblem | Exclude<ApplyOutcome, 'applied'>): void;
   kvReportWorkersEvicted(count: number): void;
 }
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
-import { CentralizedKvState, parseWorkerId, selectWorker, type KvReport, type SelectionParams } from '../../src/kv-events-zmq';
+import { CentralizedKvState, MAX_REPORTING_WORKERS, parseWorkerId, selectWorker, type KvReport, type SelectionParams } from '../../src/kv-events-zmq';
 
 const params = (over: Partial<SelectionParams> = {}): SelectionParams => ({
   tokensPerBlock: 32, loadWeight: 0.25, rankRoutingAlgo: 'instance', fairShareMultiplier: 2, matchRateThreshold: 0.1, loadSuspendS: 3, ...over,
@@ -105,6 +105,16 @@ describe('centralized KV router state and selection (TensorRT-LLM semantics)', (
     const ranks = new Set([0, 1, 2, 3, 4, 5].map(() => pick(long, { rankRoutingAlgo: 'adp' })?.dpRank));
     expect(ranks).toEqual(new Set([0, 1, 2]));
     expect(pick(h(1, 2, 3, 4), { rankRoutingAlgo: 'none' })).toEqual({ workerId: 'i0', matchedBlocks: 4, dpRank: undefined });
+  });
+
+  it('takes the pools\' namespaces only, and at most MAX_REPORTING_WORKERS workers each', () => {
+    const { state } = world();
+    expect(state.apply({ ...load('x:rank0'), namespace: 'tenant-a' })).toBe('unknown_namespace');
+    for (let i = 0; i < MAX_REPORTING_WORKERS; i++) expect(state.apply(load(`w${i}`))).toBe('applied');
+    expect(state.apply(load('one-more:rank0'))).toBe('too_many_workers');
+    expect(state.apply(load('w7'))).toBe('applied');
+    state.evictStale('ctx', -1);
+    expect(state.apply(load('one-more:rank0'))).toBe('applied');
   });
 
   it('only picks workers the caller may use', () => {

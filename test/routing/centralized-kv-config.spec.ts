@@ -39,14 +39,19 @@ describe('centralized_kv_cache_aware configuration', () => {
 
   it('refuses to start when its port is taken or the HMAC key is not base64, and leaves nothing bound', async () => {
     const port = await unusedPort();
+    const ctxPort = await unusedPort();
     const holder = new Pull();
     await holder.bind(`tcp://127.0.0.1:${port}`);
     try {
-      const taken = buildConfig({ generation_servers: { ...gen, router: { ...central, router_port: port } } });
+      // The context pool binds its port, the generation pool's is taken: the start fails and the context pool lets go.
+      const taken = buildConfig({ context_servers: { urls: ['127.0.0.1:2'], router: { ...central, router_port: ctxPort } }, generation_servers: { ...gen, router: { ...central, router_port: port } } });
       await expect(createRouterApp(taken, { logger: false }).then((app) => app.init())).rejects.toThrow(/routing policy 'centralized_kv_cache_aware' could not start/);
     } finally {
       holder.close();
     }
+    const ctxAgain = new Pull();
+    await ctxAgain.bind(`tcp://127.0.0.1:${ctxPort}`);
+    ctxAgain.close();
     const saved = process.env.TLLM_CENTRALIZED_ROUTER_HMAC_KEY;
     process.env.TLLM_CENTRALIZED_ROUTER_HMAC_KEY = 'not base64!';
     try {
