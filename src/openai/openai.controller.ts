@@ -8,6 +8,7 @@ import { writeOpenAiError } from '../common/errors/error-response';
 import { FastifyClientChannel } from './fastify-client-channel';
 import { requireJsonContentType, validateOpenAiRequest } from './request-validation';
 import { ClientGoneError, HttpApiError } from '../common';
+import { RequestEvents } from '../request-events';
 
 /** The OpenAI-compatible front door: completions and chat, streamed or not. */
 @Controller('v1')
@@ -21,6 +22,7 @@ export class OpenAiController {
    */
   constructor(
     private readonly disagg: DisaggService,
+    private readonly events: RequestEvents,
     @Optional() private readonly traffic?: ClientTrafficGate,
   ) {}
 
@@ -40,8 +42,14 @@ export class OpenAiController {
   }
 
   private async serveAdmitted(kind: RequestKind, req: FastifyRequest, reply: FastifyReply): Promise<void> {
-    requireJsonContentType(req.headers['content-type']);
-    const body = validateOpenAiRequest(kind, req.body);
+    let body: Record<string, unknown>;
+    try {
+      requireJsonContentType(req.headers['content-type']);
+      body = validateOpenAiRequest(kind, req.body);
+    } catch (err) {
+      if (err instanceof HttpApiError) this.events.emit('refused', { requestId: req.id, status: err.getStatus() });
+      throw err;
+    }
     const channel = new FastifyClientChannel(reply, req.id, this.traffic?.stopSignal);
     try {
       await this.disagg.handle(kind, body, channel, req.headers);

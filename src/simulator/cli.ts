@@ -5,8 +5,9 @@
  *                  [--host H] [--model NAME]
  *                  [--tokenizer qwen3|bytes] [--ctx-check blind|registry]
  *                  [--prefill-ms-per-token X] [--decode-ms-per-token X] [--max-batch-size N]
- *                  [--disagg-cluster URI [--cluster-name NAME]]
+ *                  [--disagg-cluster URI [--cluster-name NAME]] [--no-msgpack]
  *                  [--dp-ranks N] [--kv-report-address tcp://HOST:PORT]
+ * --no-msgpack plays a worker older than TensorRT-LLM's msgpack bodies: it answers them 400.
  * With --kv-report-address each worker pushes its KV events and load to a centralized KV router
  * there (one report stream per data-parallel rank), signed with TLLM_CENTRALIZED_ROUTER_HMAC_KEY
  * when it is set, as TensorRT-LLM's workers do.
@@ -41,15 +42,17 @@ interface CliArgs {
   dpRanks?: number;
   /** Push KV reports to this centralized KV router endpoint. */
   kvReportAddress?: string;
+  /** false: answer msgpack bodies 400, as an older TensorRT-LLM worker does. */
+  msgpack: boolean;
 }
 
 const USAGE =
   'usage: sim --role context|generation|mixed --port N [--count N] [--latency zero|demo] [--kv-blocks N] ' +
   '[--tokens-per-block N] [--kv-hash-algo v1_block_key|v2_sha256|v2_sha256_64] [--host H] [--model NAME] [--tokenizer qwen3|bytes] [--ctx-check blind|registry] ' +
-  '[--prefill-ms-per-token X] [--decode-ms-per-token X] [--max-batch-size N] [--disagg-cluster URI [--cluster-name NAME]] [--dp-ranks N] [--kv-report-address tcp://HOST:PORT]';
+  '[--prefill-ms-per-token X] [--decode-ms-per-token X] [--max-batch-size N] [--disagg-cluster URI [--cluster-name NAME]] [--no-msgpack] [--dp-ranks N] [--kv-report-address tcp://HOST:PORT]';
 
 export function parseCliArgs(argv: string[]): CliArgs {
-  const args: CliArgs = { role: 'mixed', host: '127.0.0.1', port: 8001, count: 1, latency: 'zero', latencyOverrides: {}, ctxCheck: 'blind' };
+  const args: CliArgs = { role: 'mixed', host: '127.0.0.1', port: 8001, count: 1, latency: 'zero', latencyOverrides: {}, ctxCheck: 'blind', msgpack: true };
   for (let i = 0; i < argv.length; i++) {
     const flag = argv[i];
     const value = (): string => {
@@ -112,6 +115,7 @@ export function parseCliArgs(argv: string[]): CliArgs {
         args.kvReportAddress = address;
         break;
       }
+      case '--no-msgpack': args.msgpack = false; break;
       case '-h':
       case '--help':
         throw new Error(USAGE);
@@ -152,6 +156,7 @@ async function main(): Promise<void> {
         preloadTokenizer: true,
         dpRanks: args.dpRanks,
         kvReports: args.kvReportAddress ? { address: args.kvReportAddress, hmacKey: hmacKeyFromEnv(process.env.TLLM_CENTRALIZED_ROUTER_HMAC_KEY) } : undefined,
+        msgpack: args.msgpack,
       });
       workers.push(w);
       console.log(`sim ${w.role} worker listening on ${w.url}`);

@@ -9,6 +9,8 @@ export class SimCounters {
   rejected = 0;
   /** Generation requests per data-parallel rank. */
   byDpRank: number[] = [];
+  /** Generation request bodies decoded, by their encoding (docs/protocol.md "Body encoding"). */
+  byEncoding = { json: 0, msgpack: 0 };
   private receivedRing: unknown[] = [];
 
   constructor(private readonly keepReceived: number) {}
@@ -37,6 +39,7 @@ export class SimCounters {
     this.byType = { context_only: 0, generation_only: 0, plain: 0 };
     this.rejected = 0;
     this.byDpRank = [];
+    this.byEncoding = { json: 0, msgpack: 0 };
     this.receivedRing = [];
   }
 }

@@ -59,6 +59,11 @@ export interface SimWorkerOptions {
   workerId?: string;
   /** Push KV events and load to a centralized KV router's ZMQ endpoint, as TensorRT-LLM's reporter does. */
   kvReports?: SimKvReportOptions;
+  /**
+   * Decodes bodies flagged `X-TRTLLM-Msgpack: 1`, as the newest TensorRT-LLM workers do (default
+   * true); false plays an older worker, which answers them 400 (docs/protocol.md "Body encoding").
+   */
+  msgpack?: boolean;
 }
 
 export interface SimKvReportOptions {
@@ -97,6 +102,7 @@ export interface ResolvedSimOptions {
   dpRanks: number;
   workerId: string;
   kvReports: SimKvReportOptions | undefined;
+  msgpack: boolean;
 }
 
 export function resolveSimOptions(opts: SimWorkerOptions): ResolvedSimOptions {
@@ -130,6 +136,7 @@ export function resolveSimOptions(opts: SimWorkerOptions): ResolvedSimOptions {
     dpRanks: int('dpRanks', opts.dpRanks, 1, 1),
     workerId: opts.workerId ?? `sim-${randomUUID()}`,
     kvReports: opts.kvReports,
+    msgpack: opts.msgpack ?? true,
   };
 }
 

@@ -23,6 +23,8 @@ export interface SimWorkerStats {
     rejected: number;
     /** Generation requests per data-parallel rank. */
     byDpRank: number[];
+    /** Generation request bodies decoded, by encoding. */
+    byEncoding: { json: number; msgpack: number };
   };
   faultsInjected: Record<string, number>;
   openConnections: number;
@@ -183,7 +185,7 @@ export class SimWorker {
     return {
       role: this.role,
       url: this.url,
-      requests: { total: c.total, byEndpoint: { ...c.byEndpoint }, byType: { ...c.byType }, rejected: c.rejected, byDpRank: [...c.byDpRank] },
+      requests: { total: c.total, byEndpoint: { ...c.byEndpoint }, byType: { ...c.byType }, rejected: c.rejected, byDpRank: [...c.byDpRank], byEncoding: { ...c.byEncoding } },
       faultsInjected: { ...faults.injected },
       openConnections: this.sockets.size,
       inFlight: this.state.inFlight,
