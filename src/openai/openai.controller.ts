@@ -4,10 +4,10 @@ import { ClientTrafficGate } from '../admission/client-traffic-gate';
 import { ClientTraffic } from '../admission/client-traffic.decorator';
 import { DisaggService } from '../disagg/disagg.service';
 import type { RequestKind } from '../routing';
-import { writeOpenAiError } from '../common/errors/error-response';
-import { FastifyClientChannel } from './fastify-client-channel';
-import { requireJsonContentType, validateOpenAiRequest } from './request-validation';
-import { ClientGoneError, HttpApiError } from '../common';
+import { requireJsonContentType } from '../common/json-content-type';
+import { endFailedFlow, FastifyClientChannel } from '../disagg/fastify-client-channel';
+import { validateOpenAiRequest } from './request-validation';
+import { HttpApiError } from '../common';
 import { RequestEvents } from '../request-events';
 
 /** The OpenAI-compatible front door: completions and chat, streamed or not. */
@@ -54,16 +54,7 @@ export class OpenAiController {
     try {
       await this.disagg.handle(kind, body, channel, req.headers);
     } catch (err) {
-      if (err instanceof ClientGoneError && channel.stoppedForShutdown) {
-        writeOpenAiError(channel.raw, new HttpApiError(503, 'the router is shutting down', { code: 'shutting_down' }), this.logger, req.id);
-        return;
-      }
-      if (err instanceof ClientGoneError) {
-        this.logger.log(`[${req.id}] client disconnected; upstream calls aborted`);
-        channel.end();
-        return;
-      }
-      writeOpenAiError(channel.raw, err, this.logger, req.id);
+      endFailedFlow(err, channel, this.logger, 'openai');
     }
   }
 }

@@ -1,5 +1,6 @@
 import type * as http from 'node:http';
 import { serializeKvEvents } from '../kv-cache/kv-events';
+import { countTokensAnswer } from './count-tokens';
 import { answerTerminalFault } from './fault-answers';
 import type { SimEndpoint } from './faults';
 import { answerGeneration } from './generation-answer';
@@ -45,6 +46,13 @@ export class SimRequestHandler {
           }
         });
       }
+      case '/v1/messages/count_tokens':
+        c.count('count_tokens');
+        if (method !== 'POST') return methodNotAllowed(res);
+        return readBody(req, maxBody, res, (text) => {
+          const answer = countTokensAnswer(text, state.tokenizer);
+          sendJson(res, answer.status, answer.body);
+        });
       case '/health':
         c.count('health');
         return this.simple('health', req, res, () => {
