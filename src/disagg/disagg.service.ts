@@ -2,7 +2,7 @@ import { Inject, Injectable, Optional } from '@nestjs/common';
 import { APP_CONFIG, type AppConfig } from '../config';
 import { RequestTracing } from '../observability/tracing';
 import { HttpApiError } from '../common';
-import { NoServerAvailableError, type RequestKind, type RoutingRequest } from '../routing';
+import { conversationIdOf, NoServerAvailableError, type RequestKind, type RoutingRequest } from '../routing';
 import { ServerRegistry } from '../servers';
 import { readAnswerText, AnswerTooLargeError } from './answer-body';
 import { channelWithOwnAbort, type ClientChannel } from './client-channel';
@@ -12,7 +12,7 @@ import { deadlineError, newFlow, type Flow, type Reservation } from './request-f
 import { serializeRequest } from './serialize';
 import { StreamRelay } from './stream-relay';
 import {
-  type ContextAnswerOk, contextRequestBody, conversationIdOf, generationFirstBodies, generationRequestText, parseContextAnswer, wholeContextAnswer, stripContextOnly, withPromptTokens,
+  type ContextAnswerOk, contextRequestBody, generationFirstBodies, generationRequestText, parseContextAnswer, wholeContextAnswer, stripContextOnly, withConversationParams, withPromptTokens,
 } from './trtllm-protocol';
 import { UpstreamDispatch } from './upstream-dispatch';
 import { ClientGoneError } from '../common';
@@ -84,9 +84,10 @@ export class DisaggService {
     }
   }
 
-  private async run(flow: Flow, body: Body, disaggId: number): Promise<number> {
+  private async run(flow: Flow, clientBody: Body, disaggId: number): Promise<number> {
+    const { body, conversationId } = this.withConversation(flow, clientBody);
     if (this.aggregated) return this.wholeRequest(flow, body);
-    if (this.config.schedule_style === 'generation_first') return this.generationFirst(flow, body, disaggId);
+    if (this.config.schedule_style === 'generation_first') return this.generationFirst(flow, body, disaggId, conversationId);
     // Checked here so the common path does not pay for an async call that returns nothing.
     const reserved = this.config.conditional_disagg_config ? await this.conditionalReservation(flow) : undefined;
     if (reserved?.skipContext) {
@@ -94,7 +95,7 @@ export class DisaggService {
       const text = serializeRequest(withPromptTokens(flow.kind, stripContextOnly(body), flow.routing.tokenIds));
       return this.generate(flow, text, undefined, [], reserved.held);
     }
-    const ctx = await this.contextPhase(flow, body, disaggId, reserved?.held);
+    const ctx = await this.contextPhase(flow, body, disaggId, conversationId, reserved?.held);
     if (ctx.refused) {
       flow.channel.sendJson(ctx.status, ctx.text);
       return ctx.status;
@@ -107,9 +108,21 @@ export class DisaggService {
       await this.relay.answerFromContext(flow, wholeContextAnswer(answer));
       return 200;
     }
-    const genText = generationRequestText(flow.kind, body, answer, disaggId);
+    const genText = generationRequestText(flow.kind, body, answer, disaggId, conversationId);
     flow.done.ctxRequestId = (answer.choice.disaggregated_params as { ctx_request_id?: number }).ctx_request_id;
     return this.generate(flow, genText, contextUsageOf(answer.json), [ctx.server], reserved?.held);
+  }
+
+  /**
+   * The conversation id found anywhere in the request (body or headers, see README "Routing
+   * policies") goes to the workers as TensorRT-LLM's service sends it. With
+   * `forward_conversation_id: false` only a client's own `disaggregated_params.conversation_id`
+   * is passed on, for workers whose protocol predates the field.
+   */
+  private withConversation(flow: Flow, body: Body): { body: Body; conversationId: unknown } {
+    if (!this.config.forward_conversation_id) return { body, conversationId: (body.disaggregated_params as Body | undefined)?.conversation_id };
+    const conversationId = conversationIdOf(body, flow.routing.headers);
+    return { body: withConversationParams(body, conversationId), conversationId };
   }
 
   /** Aggregated: one server does the whole request, given the prompt's ids its pick computed. */
@@ -134,12 +147,12 @@ export class DisaggService {
     return { held, skipContext: matched > 0 && total - matched <= cond.max_local_prefill_length };
   }
 
-  private async contextPhase(flow: Flow, body: Body, disaggId: number, reservedGen: Reservation | undefined): Promise<ContextOutcome> {
+  private async contextPhase(flow: Flow, body: Body, disaggId: number, conversationId: unknown, reservedGen: Reservation | undefined): Promise<ContextOutcome> {
     flow.timings.contextStart = performance.now() - flow.started;
     const exclude = reservedGen ? [reservedGen.route.server.url] : [];
     const first = await this.dispatch.pick(flow, 'context', exclude);
     // Built once the context router picked: a KV-aware router may have tokenized the prompt.
-    const text = this.serializeFor(flow, first, contextRequestBody(flow.kind, body, flow.routing.tokenIds, disaggId));
+    const text = this.serializeFor(flow, first, contextRequestBody(flow.kind, body, flow.routing.tokenIds, disaggId, conversationId));
     const call = await this.dispatch.send(flow, 'context', first, text, exclude, this.contextTimeoutMs(), false);
     const { router, route, res } = call;
     flow.done.contextServer = route.server.url;
@@ -160,13 +173,13 @@ export class DisaggService {
   }
 
   /** schedule_style generation_first: both calls go out at once (see generationFirstBodies). */
-  private async generationFirst(flow: Flow, body: Body, disaggId: number): Promise<number> {
+  private async generationFirst(flow: Flow, body: Body, disaggId: number, conversationId: unknown): Promise<number> {
     flow.done.mode = 'generation_first';
     const ctx = await this.dispatch.pick(flow, 'context', []);
     const ctxServer = ctx.route.server;
     flow.done.contextServer = ctxServer.url;
     flow.done.ctxRequestId = disaggId;
-    const bodies = generationFirstBodies(withPromptTokens(flow.kind, body, flow.routing.tokenIds), disaggId, conversationIdOf(body), ctxServer.serverInfo);
+    const bodies = generationFirstBodies(withPromptTokens(flow.kind, body, flow.routing.tokenIds), disaggId, conversationId, ctxServer.serverInfo);
     let genText: string, ctxText: string;
     try {
       genText = serializeRequest(bodies.generation);

@@ -11,8 +11,17 @@ export const GENERATION_FIRST = 1;
 
 type Body = Record<string, unknown>;
 
-export function conversationIdOf(body: Body): unknown {
-  return (body.disaggregated_params as Body | undefined)?.conversation_id;
+/**
+ * See docs/protocol.md "Conversation ids": the request's conversation id as TensorRT-LLM's
+ * serve edge records it, in `conversation_params` (the client's other keys kept). The
+ * two-phase bodies also carry it in `disaggregated_params.conversation_id`.
+ */
+export function withConversationParams(body: Body, conversationId: string | undefined): Body {
+  if (conversationId === undefined) return body;
+  const own = body.conversation_params;
+  const params = typeof own === 'object' && own !== null && !Array.isArray(own) ? (own as Body) : {};
+  if (params.conversation_id === conversationId) return body;
+  return { ...body, conversation_params: { ...params, conversation_id: conversationId } };
 }
 
 /** The prompt as the token ids a router computed, so workers skip tokenizing it again. */
@@ -31,8 +40,7 @@ export function stripContextOnly(body: Body): Body {
 }
 
 /** See docs/protocol.md "Two-phase request": the context_only request, never streamed. */
-export function contextRequestBody(kind: RequestKind, body: Body, tokenIds: number[] | undefined, disaggId: number): Body {
-  const conversationId = conversationIdOf(body);
+export function contextRequestBody(kind: RequestKind, body: Body, tokenIds: number[] | undefined, disaggId: number, conversationId: unknown): Body {
   return {
     ...withPromptTokens(kind, body, tokenIds),
     stream: false,
@@ -50,11 +58,10 @@ export function contextRequestBody(kind: RequestKind, body: Body, tokenIds: numb
  * disaggregated_params (turned generation_only) and, when it echoed them, the prompt's ids,
  * spliced in as the text they came as (no parse and re-stringify of the bulk of the body).
  */
-export function generationRequestText(kind: RequestKind, body: Body, ctx: ContextAnswerOk, disaggId: number): string {
+export function generationRequestText(kind: RequestKind, body: Body, ctx: ContextAnswerOk, disaggId: number, conversationId: unknown): string {
   const params = { ...(ctx.choice.disaggregated_params as Body) };
   params.request_type = 'generation_only';
   params.disagg_request_id = disaggId;
-  const conversationId = conversationIdOf(body);
   if (conversationId !== undefined) params.conversation_id = conversationId;
   const idsKey = kind === 'completion' ? 'prompt' : 'prompt_token_ids';
   if (ctx.promptIdsText === undefined) return serializeRequest({ ...body, disaggregated_params: params });

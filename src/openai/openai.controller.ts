@@ -1,4 +1,4 @@
-import { Controller, Logger, Optional, Post, Req, Res } from '@nestjs/common';
+import { Controller, Inject, Logger, Optional, Post, Req, Res } from '@nestjs/common';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { ClientTrafficGate } from '../admission/client-traffic-gate';
 import { ClientTraffic } from '../admission/client-traffic.decorator';
@@ -7,7 +7,8 @@ import type { RequestKind } from '../routing';
 import { writeOpenAiError } from '../common/errors/error-response';
 import { FastifyClientChannel } from './fastify-client-channel';
 import { requireJsonContentType, validateOpenAiRequest } from './request-validation';
-import { ClientGoneError, HttpApiError } from '../common';
+import { ClientGoneError, ensureRequestChatTemplateAllowed, HttpApiError } from '../common';
+import { APP_CONFIG, type AppConfig } from '../config';
 
 /** The OpenAI-compatible front door: completions and chat, streamed or not. */
 @Controller('v1')
@@ -21,6 +22,7 @@ export class OpenAiController {
    */
   constructor(
     private readonly disagg: DisaggService,
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
     @Optional() private readonly traffic?: ClientTrafficGate,
   ) {}
 
@@ -42,6 +44,7 @@ export class OpenAiController {
   private async serveAdmitted(kind: RequestKind, req: FastifyRequest, reply: FastifyReply): Promise<void> {
     requireJsonContentType(req.headers['content-type']);
     const body = validateOpenAiRequest(kind, req.body);
+    ensureRequestChatTemplateAllowed(body, this.config.allow_request_chat_template);
     const channel = new FastifyClientChannel(reply, req.id, this.traffic?.stopSignal);
     try {
       await this.disagg.handle(kind, body, channel, req.headers);
