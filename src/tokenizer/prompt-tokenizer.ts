@@ -4,7 +4,7 @@ import type { ChatMessage } from './text-tokenizer';
 import { ChatTemplateError, type ChatTemplateInput } from './hf/chat-template';
 import { RequestTemplateRenderer } from './hf/request-template-renderer';
 import type { PromptRequest } from './prompt-request';
-import { loadModelTokenizer, ModelTokenizerResolver, type ModelTokenizer } from './model-tokenizers';
+import { allowConfiguredTokenizerDir, loadModelTokenizer, ModelTokenizerResolver, type ModelTokenizer } from './model-tokenizers';
 import { chatRendersPlainly, promptSourceOf } from './prompt-tokens';
 import { acquireTokenizerThreads, releaseTokenizerThreads, THREADED_TOKENIZERS, type TokenizerThreadPool } from './tokenizer-threads';
 
@@ -50,7 +50,10 @@ export class PromptTokenizer {
 
   constructor(private readonly args: PromptTokenizerArgs) {
     const dir = args.tokenizer_dir ?? args.custom_tokenizer;
-    if (dir !== undefined) this.configured = loadModelTokenizer(dir, args.tokenizer_threads === 0);
+    if (dir !== undefined) {
+      this.configured = loadModelTokenizer(dir, args.tokenizer_threads === 0);
+      allowConfiguredTokenizerDir(dir);
+    }
   }
 
   async tokenize(request: PromptRequest): Promise<PromptTokens> {

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from '@jest/globals';
-import { REQUEST_TEMPLATE_BOUNDS, RequestTemplateError, RequestTemplateSandbox } from '../../src/tokenizer/hf/request-template-sandbox';
+import { REQUEST_TEMPLATE_BOUNDS, RequestTemplateError, RequestTemplateSandbox, type RequestTemplateBounds } from '../../src/tokenizer/hf/request-template-sandbox';
 
 /** What a render failed with: its code, as the client gets it. */
 async function failure(p: Promise<string>): Promise<{ status: number; code: string | null; message: string }> {
@@ -15,7 +15,7 @@ async function failure(p: Promise<string>): Promise<{ status: number; code: stri
 
 describe('the request-template sandbox', () => {
   const sandboxes: RequestTemplateSandbox[] = [];
-  const sandbox = (bounds: Partial<typeof REQUEST_TEMPLATE_BOUNDS> = {}): RequestTemplateSandbox => {
+  const sandbox = (bounds: Partial<RequestTemplateBounds> = {}): RequestTemplateSandbox => {
     const s = new RequestTemplateSandbox({ ...REQUEST_TEMPLATE_BOUNDS, ...bounds });
     sandboxes.push(s);
     return s;

@@ -26,7 +26,7 @@ export const REQUEST_TEMPLATE_BOUNDS = {
   maxQueued: 64,
 } as const;
 
-export type RequestTemplateBounds = typeof REQUEST_TEMPLATE_BOUNDS;
+export type RequestTemplateBounds = { readonly [K in keyof typeof REQUEST_TEMPLATE_BOUNDS]: number };
 
 /** Why a request template was not rendered: 400 with `param: chat_template` (503 when the renderer is busy). */
 export class RequestTemplateError extends HttpApiError {
