@@ -2,7 +2,7 @@ import { Inject, Injectable, Optional } from '@nestjs/common';
 import { APP_CONFIG, type AppConfig } from '../config';
 import { RequestTracing } from '../observability/tracing';
 import { HttpApiError } from '../common';
-import { conversationIdOf, NoServerAvailableError, type RequestKind, type RoutingRequest } from '../routing';
+import { NoServerAvailableError, type RequestKind, type RoutingRequest } from '../routing';
 import { ServerRegistry } from '../servers';
 import { readAnswerText, AnswerTooLargeError } from './answer-body';
 import { channelWithOwnAbort, type ClientChannel } from './client-channel';
@@ -12,7 +12,7 @@ import { deadlineError, newFlow, type Flow, type Reservation } from './request-f
 import { serializeRequest } from './serialize';
 import { StreamRelay } from './stream-relay';
 import {
-  type ContextAnswerOk, contextRequestBody, generationFirstBodies, generationRequestText, parseContextAnswer, wholeContextAnswer, stripContextOnly, withConversationParams, withPromptTokens,
+  type ContextAnswerOk, contextRequestBody, generationFirstBodies, generationRequestText, parseContextAnswer, wholeContextAnswer, stripContextOnly, withConversation, withPromptTokens,
 } from './trtllm-protocol';
 import { UpstreamDispatch } from './upstream-dispatch';
 import { ClientGoneError } from '../common';
@@ -85,7 +85,7 @@ export class DisaggService {
   }
 
   private async run(flow: Flow, clientBody: Body, disaggId: number): Promise<number> {
-    const { body, conversationId } = this.withConversation(flow, clientBody);
+    const { body, conversationId } = withConversation(clientBody, flow.routing.headers, this.config.forward_conversation_id);
     if (this.aggregated) return this.wholeRequest(flow, body);
     if (this.config.schedule_style === 'generation_first') return this.generationFirst(flow, body, disaggId, conversationId);
     // Checked here so the common path does not pay for an async call that returns nothing.
@@ -111,18 +111,6 @@ export class DisaggService {
     const genText = generationRequestText(flow.kind, body, answer, disaggId, conversationId);
     flow.done.ctxRequestId = (answer.choice.disaggregated_params as { ctx_request_id?: number }).ctx_request_id;
     return this.generate(flow, genText, contextUsageOf(answer.json), [ctx.server], reserved?.held);
-  }
-
-  /**
-   * The conversation id found anywhere in the request (body or headers, see README "Routing
-   * policies") goes to the workers as TensorRT-LLM's service sends it. With
-   * `forward_conversation_id: false` only a client's own `disaggregated_params.conversation_id`
-   * is passed on, for workers whose protocol predates the field.
-   */
-  private withConversation(flow: Flow, body: Body): { body: Body; conversationId: unknown } {
-    if (!this.config.forward_conversation_id) return { body, conversationId: (body.disaggregated_params as Body | undefined)?.conversation_id };
-    const conversationId = conversationIdOf(body, flow.routing.headers);
-    return { body: withConversationParams(body, conversationId), conversationId };
   }
 
   /** Aggregated: one server does the whole request, given the prompt's ids its pick computed. */

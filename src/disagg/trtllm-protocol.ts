@@ -1,4 +1,4 @@
-import type { RequestKind } from '../routing';
+import { conversationIdOf, type RequestKind, type RoutingRequest } from '../routing';
 import { serializeRequest } from './serialize';
 
 /**
@@ -12,11 +12,19 @@ export const GENERATION_FIRST = 1;
 type Body = Record<string, unknown>;
 
 /**
- * See docs/protocol.md "Conversation ids": the request's conversation id as TensorRT-LLM's
- * serve edge records it, in `conversation_params` (the client's other keys kept). The
- * two-phase bodies also carry it in `disaggregated_params.conversation_id`.
+ * See docs/protocol.md "Conversation ids": the request's conversation id (body or headers) and
+ * the body carrying it in `conversation_params`; the two-phase bodies also put it in
+ * `disaggregated_params.conversation_id`. Not forwarding: a client's own
+ * `disaggregated_params.conversation_id` only, nothing written.
  */
-export function withConversationParams(body: Body, conversationId: string | undefined): Body {
+export function withConversation(body: Body, headers: RoutingRequest['headers'], forward: boolean): { body: Body; conversationId: unknown } {
+  if (!forward) return { body, conversationId: (body.disaggregated_params as Body | undefined)?.conversation_id };
+  const conversationId = conversationIdOf(body, headers);
+  return { body: withConversationParams(body, conversationId), conversationId };
+}
+
+/** The request's conversation id as TensorRT-LLM's serve edge records it, in `conversation_params` (the client's other keys kept). */
+function withConversationParams(body: Body, conversationId: string | undefined): Body {
   if (conversationId === undefined) return body;
   const own = body.conversation_params;
   const params = typeof own === 'object' && own !== null && !Array.isArray(own) ? (own as Body) : {};
