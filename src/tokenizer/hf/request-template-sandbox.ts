@@ -71,6 +71,7 @@ Interpreter.prototype.renderBlock = function (statements, environment) {
   }
   return out;
 };
+parentPort.postMessage({ ready: true });
 const compiled = new Map();
 const compile = (source) => {
   let t = compiled.get(source);
@@ -111,7 +112,7 @@ interface Job {
   reject(err: Error): void;
 }
 
-type Answer = { id: number; text: string } | { id: number; kind: string; error: string };
+type Answer = { ready: true } | { id: number; text: string } | { id: number; kind: string; error: string };
 
 /**
  * Renders request templates one at a time on one thread. A render that outlives the time
@@ -120,8 +121,10 @@ type Answer = { id: number; text: string } | { id: number; kind: string; error: 
  */
 export class RequestTemplateSandbox {
   private worker?: Worker;
+  /** Whether the thread has loaded the template engine: a job's time starts then. */
+  private ready = false;
   private readonly queue: Job[] = [];
-  private running?: { job: Job; timer: NodeJS.Timeout };
+  private running?: { job: Job; timer: NodeJS.Timeout | undefined };
   private nextId = 1;
   private closed = false;
 
@@ -153,19 +156,26 @@ export class RequestTemplateSandbox {
     if (this.running || this.closed) return;
     const job = this.queue.shift();
     if (!job) return;
-    // Past the in-template checks (a single long step): the thread itself is stopped.
-    const timer = setTimeout(() => {
+    this.running = { job, timer: undefined };
+    const worker = this.thread();
+    if (this.ready) this.start(worker, job);
+  }
+
+  /** Posts the running job; past the in-template checks (a single long step) the thread itself is stopped. */
+  private start(worker: Worker, job: Job): void {
+    const running = this.running;
+    if (running?.job !== job) return;
+    running.timer = setTimeout(() => {
       this.finish()?.reject(new RequestTemplateError(`did not finish rendering within ${this.bounds.timeoutMs} ms`, CODES.time_bound));
       void this.stopThread().then(() => this.next());
     }, this.bounds.timeoutMs + 250);
-    this.running = { job, timer };
-    this.thread().postMessage({ id: job.id, source: job.source, context: job.context });
+    worker.postMessage({ id: job.id, source: job.source, context: job.context });
   }
 
   private finish(): Job | undefined {
     const running = this.running;
     if (!running) return undefined;
-    clearTimeout(running.timer);
+    if (running.timer) clearTimeout(running.timer);
     this.running = undefined;
     return running.job;
   }
@@ -178,7 +188,14 @@ export class RequestTemplateSandbox {
       resourceLimits: { maxOldGenerationSizeMb: this.bounds.heapMb, maxYoungGenerationSizeMb: 16, stackSizeMb: 4 },
     });
     worker.unref();
+    this.ready = false;
     worker.on('message', (m: Answer) => {
+      if (this.worker !== worker) return;
+      if ('ready' in m) {
+        this.ready = true;
+        if (this.running) this.start(worker, this.running.job);
+        return;
+      }
       if (this.running?.job.id !== m.id) return;
       const job = this.finish()!;
       if ('text' in m) job.resolve(m.text);
