@@ -160,10 +160,12 @@ async function measure(mainJs: string, attack: Attack, ctxUrl: string, genUrl: s
     done = true;
     await poller;
     clearInterval(sampler);
+    // A connection the router dropped mid-attack shows as `failed`: alive means it still answers.
+    const alive = !exited && (await fetch(`${url}/health`, { signal: AbortSignal.timeout(10_000) }).then((r) => r.status === 200, () => false));
     latencies.sort((a, b) => a - b);
     const q = (p: number): number => Math.round(latencies[Math.min(latencies.length - 1, Math.floor(p * latencies.length))] ?? NaN);
     return {
-      attack: attack.name, survived: !exited, statuses: statuses.join(', '), seconds: (Date.now() - started) / 1000,
+      attack: attack.name, survived: alive, statuses: statuses.join(', '), seconds: (Date.now() - started) / 1000,
       idleRssMb: idle, peakRssMb: peak, healthP50Ms: q(0.5), healthMaxMs: Math.round(latencies[latencies.length - 1] ?? NaN), healthAnswers: latencies.length,
     };
   } finally {
