@@ -9,6 +9,7 @@ import { FastifyClientChannel } from './fastify-client-channel';
 import { requireJsonContentType, validateOpenAiRequest } from './request-validation';
 import { ClientGoneError, ensureRequestChatTemplateAllowed, HttpApiError } from '../common';
 import { APP_CONFIG, type AppConfig } from '../config';
+import { RequestEvents } from '../request-events';
 
 /** The OpenAI-compatible front door: completions and chat, streamed or not. */
 @Controller('v1')
@@ -23,6 +24,7 @@ export class OpenAiController {
   constructor(
     private readonly disagg: DisaggService,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
+    private readonly events: RequestEvents,
     @Optional() private readonly traffic?: ClientTrafficGate,
   ) {}
 
@@ -42,9 +44,15 @@ export class OpenAiController {
   }
 
   private async serveAdmitted(kind: RequestKind, req: FastifyRequest, reply: FastifyReply): Promise<void> {
-    requireJsonContentType(req.headers['content-type']);
-    const body = validateOpenAiRequest(kind, req.body);
-    ensureRequestChatTemplateAllowed(body, this.config.allow_request_chat_template);
+    let body: Record<string, unknown>;
+    try {
+      requireJsonContentType(req.headers['content-type']);
+      body = validateOpenAiRequest(kind, req.body);
+      ensureRequestChatTemplateAllowed(body, this.config.allow_request_chat_template);
+    } catch (err) {
+      if (err instanceof HttpApiError) this.events.emit('refused', { requestId: req.id, status: err.getStatus() });
+      throw err;
+    }
     const channel = new FastifyClientChannel(reply, req.id, this.traffic?.stopSignal);
     try {
       await this.disagg.handle(kind, body, channel, req.headers);
