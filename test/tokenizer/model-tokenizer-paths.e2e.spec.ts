@@ -1,11 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { allowConfiguredTokenizerDir, ModelTokenizerResolver } from '../../src/tokenizer';
 import { useFakeCluster } from '../support/router-cluster';
 import { postJson } from '../support/router-app';
-import { fixtureDir } from './support/fixtures';
+import { fakeHubCache, fixtureDir } from './support/fixtures';
 
 /**
  * The request's `model` picks a tokenizer, and comes from the client: it must never make the
@@ -25,21 +25,12 @@ const HOSTILE_MODELS = [
   `test-org/../../${relativeToCwd}`,
 ];
 
-function fakeHubCache(root: string, repoId: string, model: string): void {
-  const repo = path.join(root, `models--${repoId.replace('/', '--')}`);
-  const snapshot = path.join(repo, 'snapshots', 'abc123');
-  mkdirSync(snapshot, { recursive: true });
-  mkdirSync(path.join(repo, 'refs'));
-  writeFileSync(path.join(repo, 'refs', 'main'), 'abc123');
-  for (const f of ['tokenizer.json', 'tokenizer_config.json']) symlinkSync(path.join(fixtureDir(model), f), path.join(snapshot, f));
-}
-
 describe('request model names and tokenizer directories', () => {
   let cache: string;
   const savedCache = process.env.HF_HUB_CACHE;
   beforeAll(() => {
     cache = mkdtempSync(path.join(os.tmpdir(), 'hf-hub-paths-'));
-    fakeHubCache(cache, 'test-org/gemma3', 'gemma3');
+    fakeHubCache(cache, { 'test-org/gemma3': 'gemma3' });
     process.env.HF_HUB_CACHE = cache;
   });
   afterAll(() => {
