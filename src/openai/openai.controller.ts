@@ -4,10 +4,10 @@ import { ClientTrafficGate } from '../admission/client-traffic-gate';
 import { ClientTraffic } from '../admission/client-traffic.decorator';
 import { DisaggService } from '../disagg/disagg.service';
 import type { RequestKind } from '../routing';
-import { writeOpenAiError } from '../common/errors/error-response';
-import { FastifyClientChannel } from './fastify-client-channel';
-import { requireJsonContentType, validateOpenAiRequest } from './request-validation';
-import { ClientGoneError, ensureRequestChatTemplateAllowed, HttpApiError } from '../common';
+import { requireJsonContentType } from '../common/json-content-type';
+import { endFailedFlow, FastifyClientChannel } from '../disagg/fastify-client-channel';
+import { validateOpenAiRequest } from './request-validation';
+import { ensureRequestChatTemplateAllowed, HttpApiError } from '../common';
 import { APP_CONFIG, type AppConfig } from '../config';
 import { RequestEvents } from '../request-events';
 
@@ -23,8 +23,8 @@ export class OpenAiController {
    */
   constructor(
     private readonly disagg: DisaggService,
-    @Inject(APP_CONFIG) private readonly config: AppConfig,
     private readonly events: RequestEvents,
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
     @Optional() private readonly traffic?: ClientTrafficGate,
   ) {}
 
@@ -57,16 +57,7 @@ export class OpenAiController {
     try {
       await this.disagg.handle(kind, body, channel, req.headers);
     } catch (err) {
-      if (err instanceof ClientGoneError && channel.stoppedForShutdown) {
-        writeOpenAiError(channel.raw, new HttpApiError(503, 'the router is shutting down', { code: 'shutting_down' }), this.logger, req.id);
-        return;
-      }
-      if (err instanceof ClientGoneError) {
-        this.logger.log(`[${req.id}] client disconnected; upstream calls aborted`);
-        channel.end();
-        return;
-      }
-      writeOpenAiError(channel.raw, err, this.logger, req.id);
+      endFailedFlow(err, channel, this.logger, 'openai');
     }
   }
 }
