@@ -12,7 +12,6 @@ import { writeReportAddr } from './report-addr';
 
 /** TensorRT-LLM disaggregated-server keys this router reads but does not implement. */
 const TRTLLM_KEYS_IGNORED = [
-  'allow_request_chat_template',
   'gen_strip_message_history', 'gen_tokids_ctxbytes', 'num_workers', 'disagg_coordinator_url',
 ];
 

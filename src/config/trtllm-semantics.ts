@@ -12,7 +12,7 @@ const OWN_TOP_LEVEL_KEYS = new Set([
   'context_servers', 'generation_servers', 'conditional_disagg_config', 'otlp_config', 'disagg_cluster', 'node_id',
   'schedule_style', 'allow_request_chat_template', 'gen_strip_message_history', 'gen_tokids_ctxbytes', 'num_workers',
   'disagg_coordinator_url', 'metadata_server_config', 'internal_request_auth_key',
-  'conversation_affinity_header_for_subagents', 'subagent_affinity_scope',
+  'conversation_affinity_header_for_subagents', 'subagent_affinity_scope', 'forward_conversation_id',
   'http_session', 'timeouts', 'limits', 'health', 'admin', 'logging', 'metrics', 'perf_metrics', 'shutdown', 'simulate', 'cluster',
 ]);
 

@@ -15,8 +15,8 @@ import { RequestSigner } from './request-signer';
 import { WorkerBody } from './worker-body';
 import { WorkerBodyEncodings } from './worker-body-encodings';
 import {
-  type ContextAnswerOk, benchmarkGenerationBody, contextRequestBody, conversationIdOf, generationFirstBodies, generationParams, generationRequest,
-  parseContextAnswer, wholeContextAnswer, stripContextOnly, withDisaggRequestId, withPromptTokens,
+  type ContextAnswerOk, benchmarkGenerationBody, contextRequestBody, generationFirstBodies, generationParams, generationRequest,
+  parseContextAnswer, wholeContextAnswer, stripContextOnly, withConversation, withDisaggRequestId, withPromptTokens,
 } from './trtllm-protocol';
 import { UpstreamDispatch, type Attempt, type Attempts } from './upstream-dispatch';
 import { ClientGoneError } from '../common';
@@ -111,13 +111,14 @@ export class DisaggService {
     }
   }
 
-  private async run(flow: Flow, body: Body, disaggId: number): Promise<number> {
+  private async run(flow: Flow, clientBody: Body, disaggId: number): Promise<number> {
+    const { body, conversationId } = withConversation(clientBody, flow.routing.headers, this.config.forward_conversation_id);
     if (this.aggregated) return this.wholeRequest(flow, body);
     if (this.benchmarkGenOnly) {
       flow.done.mode = 'benchmark_gen_only';
       return this.generate(flow, this.attempts(flow, 'generation', benchmarkGenerationBody(withPromptTokens(flow.kind, body, flow.routing.tokenIds))), undefined, []);
     }
-    if (this.config.schedule_style === 'generation_first') return this.generationFirst(flow, body, disaggId);
+    if (this.config.schedule_style === 'generation_first') return this.generationFirst(flow, body, disaggId, conversationId);
     // Checked here so the common path does not pay for an async call that returns nothing.
     const reserved = this.config.conditional_disagg_config ? await this.conditionalReservation(flow) : undefined;
     if (reserved?.skipContext) {
@@ -125,7 +126,7 @@ export class DisaggService {
       const local = withPromptTokens(flow.kind, stripContextOnly(body), flow.routing.tokenIds);
       return this.generate(flow, this.attempts(flow, 'generation', local), undefined, [], reserved.held);
     }
-    const ctx = await this.contextPhase(flow, body, disaggId, reserved?.held);
+    const ctx = await this.contextPhase(flow, body, disaggId, conversationId, reserved?.held);
     if (ctx.refused) {
       flow.channel.sendJson(ctx.status, ctx.text);
       return ctx.status;
@@ -139,7 +140,7 @@ export class DisaggService {
       return 200;
     }
     const genAttempts = this.attemptsWithIds(flow, 'generation', disaggId, (id) => {
-      const params = generationParams(body, answer, id);
+      const params = generationParams(answer, id, conversationId);
       return { sent: generationRequest(flow.kind, body, answer, params), body, params };
     });
     flow.done.ctxRequestId = (answer.choice.disaggregated_params as { ctx_request_id?: number }).ctx_request_id;
@@ -168,12 +169,12 @@ export class DisaggService {
     return { held, skipContext: matched > 0 && total - matched <= cond.max_local_prefill_length };
   }
 
-  private async contextPhase(flow: Flow, body: Body, disaggId: number, reservedGen: Reservation | undefined): Promise<ContextOutcome> {
+  private async contextPhase(flow: Flow, body: Body, disaggId: number, conversationId: unknown, reservedGen: Reservation | undefined): Promise<ContextOutcome> {
     flow.timings.contextStart = performance.now() - flow.started;
     const exclude = reservedGen ? [reservedGen.route.server.url] : [];
     const first = await this.dispatch.pick(flow, 'context', exclude);
     // Built once the context router picked: a KV-aware router may have tokenized the prompt.
-    const ctxBody = contextRequestBody(flow.kind, body, flow.routing.tokenIds, disaggId);
+    const ctxBody = contextRequestBody(flow.kind, body, flow.routing.tokenIds, disaggId, conversationId);
     const attempts = this.attemptsWithIds(flow, 'context', disaggId, (id) => {
       const sent = withDisaggRequestId(ctxBody, id);
       return { sent: WorkerBody.of(sent), body: sent, params: sent.disaggregated_params as Body };
@@ -199,13 +200,13 @@ export class DisaggService {
   }
 
   /** schedule_style generation_first: both calls go out at once (see generationFirstBodies). */
-  private async generationFirst(flow: Flow, body: Body, disaggId: number): Promise<number> {
+  private async generationFirst(flow: Flow, body: Body, disaggId: number, conversationId: unknown): Promise<number> {
     flow.done.mode = 'generation_first';
     const ctx = await this.dispatch.pick(flow, 'context', []);
     const ctxServer = ctx.route.server;
     flow.done.contextServer = ctxServer.url;
     flow.done.ctxRequestId = disaggId;
-    const bodies = generationFirstBodies(withPromptTokens(flow.kind, body, flow.routing.tokenIds), disaggId, conversationIdOf(body), ctxServer.serverInfo);
+    const bodies = generationFirstBodies(withPromptTokens(flow.kind, body, flow.routing.tokenIds), disaggId, conversationId, ctxServer.serverInfo);
     // The two calls are linked by this id (ctx_request_id), so a retry keeps it.
     const genAttempts = this.attempts(flow, 'generation', bodies.generation);
     const ctxSent = WorkerBody.of(bodies.context);

@@ -1,4 +1,4 @@
-import type { RequestKind } from '../routing';
+import { conversationIdOf, type RequestKind, type RoutingRequest } from '../routing';
 import { serializeRequest } from './serialize';
 import { WorkerBody } from './worker-body';
 
@@ -12,8 +12,25 @@ export const GENERATION_FIRST = 1;
 
 type Body = Record<string, unknown>;
 
-export function conversationIdOf(body: Body): unknown {
-  return (body.disaggregated_params as Body | undefined)?.conversation_id;
+/**
+ * See docs/protocol.md "Conversation ids": the request's conversation id (body or headers) and
+ * the body carrying it in `conversation_params`; the two-phase bodies also put it in
+ * `disaggregated_params.conversation_id`. Not forwarding: a client's own
+ * `disaggregated_params.conversation_id` only, nothing written.
+ */
+export function withConversation(body: Body, headers: RoutingRequest['headers'], forward: boolean): { body: Body; conversationId: unknown } {
+  if (!forward) return { body, conversationId: (body.disaggregated_params as Body | undefined)?.conversation_id };
+  const conversationId = conversationIdOf(body, headers);
+  return { body: withConversationParams(body, conversationId), conversationId };
+}
+
+/** The request's conversation id as TensorRT-LLM's serve edge records it, in `conversation_params` (the client's other keys kept). */
+function withConversationParams(body: Body, conversationId: string | undefined): Body {
+  if (conversationId === undefined) return body;
+  const own = body.conversation_params;
+  const params = typeof own === 'object' && own !== null && !Array.isArray(own) ? (own as Body) : {};
+  if (params.conversation_id === conversationId) return body;
+  return { ...body, conversation_params: { ...params, conversation_id: conversationId } };
 }
 
 /** The prompt as the token ids a router computed, so workers skip tokenizing it again. */
@@ -32,8 +49,7 @@ export function stripContextOnly(body: Body): Body {
 }
 
 /** See docs/protocol.md "Two-phase request": the context_only request, never streamed. */
-export function contextRequestBody(kind: RequestKind, body: Body, tokenIds: number[] | undefined, disaggId: number): Body {
-  const conversationId = conversationIdOf(body);
+export function contextRequestBody(kind: RequestKind, body: Body, tokenIds: number[] | undefined, disaggId: number, conversationId: unknown): Body {
   return {
     ...withPromptTokens(kind, body, tokenIds),
     stream: false,
@@ -48,13 +64,12 @@ export function contextRequestBody(kind: RequestKind, body: Body, tokenIds: numb
 
 /**
  * The generation request's disaggregated_params: the context answer's turned generation_only,
- * under the attempt's disagg_request_id, with the client's conversation id.
+ * under the attempt's disagg_request_id, with the request's conversation id.
  */
-export function generationParams(body: Body, ctx: ContextAnswerOk, disaggId: number): Body {
+export function generationParams(ctx: ContextAnswerOk, disaggId: number, conversationId: unknown): Body {
   const params = { ...(ctx.choice.disaggregated_params as Body) };
   params.request_type = 'generation_only';
   params.disagg_request_id = disaggId;
-  const conversationId = conversationIdOf(body);
   if (conversationId !== undefined) params.conversation_id = conversationId;
   return params;
 }
