@@ -61,7 +61,7 @@ describe('a tokenizer that cannot cut plain text', () => {
 
   it('encodes a long prompt whole, counted by reason', async () => {
     const before = await scrape(cluster.router.url, '/prometheus/metrics');
-    const prompt = randomText(rngOf(5), 400);
+    const prompt = randomText(rngOf(5), 450);
     expect(prompt.length).toBeGreaterThan(2048);
     const got = await forwarded(cluster, '/v1/completions', { prompt });
     expect(got.prompt).toEqual(hfTokenizerLoader()(projectRequire(), fs, fixtureDir('gemma3')).encode(prompt, true));
