@@ -1,6 +1,7 @@
 import { DynamicModule, Module, type ModuleMetadata } from '@nestjs/common';
 import { AdminModule } from './admin/admin.module';
 import { AdmissionModule } from './admission/admission.module';
+import { AnthropicModule } from './anthropic';
 import { ClusterApiModule } from './cluster-api';
 import { AppConfigModule, type AppConfig } from './config';
 import { DisaggModule } from './disagg/disagg.module';
@@ -40,6 +41,7 @@ export class AppModule {
         RoutingModule,
         DisaggModule,
         OpenAiModule,
+        AnthropicModule,
         ClusterApiModule,
         HealthModule,
         ServerDiscoveryModule,

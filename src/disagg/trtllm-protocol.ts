@@ -1,5 +1,6 @@
 import type { RequestKind } from '../routing';
 import { serializeRequest } from './serialize';
+import { WorkerBody } from './worker-body';
 
 /**
  * The disaggregated wire protocol of TensorRT-LLM's workers: the bodies the router sends
@@ -51,17 +52,35 @@ export function contextRequestBody(kind: RequestKind, body: Body, tokenIds: numb
  * spliced in as the text they came as (no parse and re-stringify of the bulk of the body).
  */
 export function generationRequestText(kind: RequestKind, body: Body, ctx: ContextAnswerOk, disaggId: number): string {
-  const params = { ...(ctx.choice.disaggregated_params as Body) };
-  params.request_type = 'generation_only';
-  params.disagg_request_id = disaggId;
-  const conversationId = conversationIdOf(body);
-  if (conversationId !== undefined) params.conversation_id = conversationId;
+  const params = generationParams(body, ctx, disaggId);
   const idsKey = kind === 'completion' ? 'prompt' : 'prompt_token_ids';
   if (ctx.promptIdsText === undefined) return serializeRequest({ ...body, disaggregated_params: params });
   const { [idsKey]: _replaced, ...rest } = body;
   const text = serializeRequest({ ...rest, disaggregated_params: params });
   // A non-empty object's text ends with '}': the ids go in as its last member.
   return `${text.slice(0, -1)},"${idsKey}":${ctx.promptIdsText}}`;
+}
+
+/** The generation request as an object, for a msgpack worker: the echoed ids as numbers. */
+export function generationRequestObject(kind: RequestKind, body: Body, ctx: ContextAnswerOk, disaggId: number): Body {
+  const out: Body = { ...body, disaggregated_params: generationParams(body, ctx, disaggId) };
+  if (ctx.promptIdsText !== undefined) out[kind === 'completion' ? 'prompt' : 'prompt_token_ids'] = JSON.parse(ctx.promptIdsText) as number[];
+  return out;
+}
+
+/** The generation request in the encoding of the server it goes to (see WorkerBody). */
+export function generationRequest(kind: RequestKind, body: Body, ctx: ContextAnswerOk, disaggId: number): WorkerBody {
+  return new WorkerBody(() => generationRequestObject(kind, body, ctx, disaggId), () => generationRequestText(kind, body, ctx, disaggId));
+}
+
+/** The context answer's disaggregated_params turned generation_only, with the client's conversation id. */
+function generationParams(body: Body, ctx: ContextAnswerOk, disaggId: number): Body {
+  const params = { ...(ctx.choice.disaggregated_params as Body) };
+  params.request_type = 'generation_only';
+  params.disagg_request_id = disaggId;
+  const conversationId = conversationIdOf(body);
+  if (conversationId !== undefined) params.conversation_id = conversationId;
+  return params;
 }
 
 /**

