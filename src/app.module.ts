@@ -12,6 +12,7 @@ import { LifecycleModule } from './lifecycle/lifecycle.module';
 import { ObservabilityModule } from './observability/observability.module';
 import { OpenAiModule } from './openai/openai.module';
 import { ReplicasModule } from './replicas';
+import { ResponsesModule } from './responses/responses.module';
 import { RoutingModule } from './routing';
 import { RequestEventsModule } from './request-events';
 import { ServersModule } from './servers';
@@ -40,6 +41,7 @@ export class AppModule {
         RoutingModule,
         DisaggModule,
         OpenAiModule,
+        ResponsesModule,
         ClusterApiModule,
         HealthModule,
         ServerDiscoveryModule,

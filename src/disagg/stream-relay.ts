@@ -1,6 +1,5 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { HttpApiError } from '../common';
-import type { RequestKind } from '../routing';
 import { RequestEvents } from '../request-events';
 import type { Flow } from './request-flow';
 import { SseUsageRewriter } from './sse-usage-rewriter';
@@ -8,7 +7,8 @@ import { parseJsonObject } from './trtllm-protocol';
 import { UpstreamDispatch, type Dispatched } from './upstream-dispatch';
 import { ClientGoneError } from '../common';
 import { classifyTransportError } from '../http-session';
-import { rewriteUsage, type ContextUsage } from './usage';
+import type { ContextUsage } from './usage';
+import { protocolOf } from './kind-protocols';
 import { workerErrorBody } from './worker-error';
 
 /**
@@ -40,7 +40,7 @@ export class StreamRelay {
         this.dispatch.finish(flow, router, false);
         this.dispatch.badResponse(flow, 'generation', route, 'an answer that is not JSON');
       }
-      if (ctxUsage && json.usage && rewriteUsage(json.usage, ctxUsage)) text = JSON.stringify(json);
+      if (ctxUsage && protocolOf(flow.kind).rewriteUsage(json, ctxUsage)) text = JSON.stringify(json);
       this.dispatch.finish(flow, router, true);
       flow.channel.sendJson(200, text);
       return 200;
@@ -62,14 +62,14 @@ export class StreamRelay {
       return;
     }
     flow.channel.startStream(true);
-    await flow.channel.write(`data: ${JSON.stringify(toStreamChunk(flow.kind, json))}\n\ndata: [DONE]\n\n`);
+    await flow.channel.write(protocolOf(flow.kind).replayStream(json));
     flow.channel.end();
   }
 
   private async relayStream(flow: Flow, call: Dispatched, ctxUsage: ContextUsage | undefined): Promise<number> {
     const { res, router, route } = call;
     const channel = flow.channel;
-    const rewriter = new SseUsageRewriter(ctxUsage);
+    const rewriter = new SseUsageRewriter(ctxUsage, protocolOf(flow.kind));
     // The upstream's first event usually came with its head: it is buffered already.
     channel.startStream(res.body.readableLength > 0);
     try {
@@ -95,11 +95,11 @@ export class StreamRelay {
           : `generation server ${route.server.url} broke the stream (${kind})`);
       return kind === 'timeout' ? 504 : 502;
     }
-    if (!rewriter.sawDone) {
+    if (!rewriter.sawEnd) {
       this.dispatch.finish(flow, router, false);
-      this.events.emit('upstreamFailure', { requestId: channel.requestId, role: 'generation', server: route.server, kind: 'bad_response', detail: 'stream ended without [DONE]' });
+      this.events.emit('upstreamFailure', { requestId: channel.requestId, role: 'generation', server: route.server, kind: 'bad_response', detail: 'stream ended without its end event' });
       flow.done.errorKind = 'bad_response';
-      await this.streamError(flow, 502, `generation server ${route.server.url} ended the stream without [DONE]`);
+      await this.streamError(flow, 502, `generation server ${route.server.url} ended the stream without its end event`);
       return 502;
     }
     this.dispatch.finish(flow, router, true);
@@ -107,23 +107,13 @@ export class StreamRelay {
     return 200;
   }
 
-  /** A final OpenAI-style error event once the stream has started, then the end. */
+  /** A final error event in the kind's stream format once the stream has started, then the end. */
   private async streamError(flow: Flow, status: number, message: string): Promise<void> {
     const err = new HttpApiError(status, message);
     this.logger.warn(`[${flow.channel.requestId}] ${message}`);
     if (!flow.channel.abort.aborted) {
-      await flow.channel.write(`data: ${JSON.stringify(err.body)}\n\n`)?.catch(() => undefined);
+      await flow.channel.write(protocolOf(flow.kind).streamError(err))?.catch(() => undefined);
     }
     flow.channel.end();
   }
-}
-
-/** A complete non-streaming answer as one SSE chunk (early finish for a streaming client). */
-function toStreamChunk(kind: RequestKind, json: Record<string, unknown>): Record<string, unknown> {
-  if (kind === 'completion') return json;
-  const choices = (json.choices as Record<string, unknown>[]).map((c) => {
-    const { message, ...rest } = c;
-    return { ...rest, delta: message };
-  });
-  return { ...json, object: 'chat.completion.chunk', choices };
 }

@@ -1,4 +1,5 @@
 import type { RequestKind } from '../routing';
+import { protocolOf } from './kind-protocols';
 import { serializeRequest } from './serialize';
 
 /**
@@ -15,11 +16,15 @@ export function conversationIdOf(body: Body): unknown {
   return (body.disaggregated_params as Body | undefined)?.conversation_id;
 }
 
-/** The prompt as the token ids a router computed, so workers skip tokenizing it again. */
+/**
+ * The body as a worker gets it: the prompt as the token ids a router computed (so the worker
+ * skips tokenizing it again, where the kind allows it) and the kind's fixed members.
+ */
 export function withPromptTokens(kind: RequestKind, body: Body, ids: number[] | undefined): Body {
+  const { routerIdsKey: key, workerFields } = protocolOf(kind);
   // Ids the client sent itself are in the body already: no copy of it.
-  if (!ids || ids === (kind === 'completion' ? body.prompt : body.prompt_token_ids)) return body;
-  return kind === 'completion' ? { ...body, prompt: ids } : { ...body, prompt_token_ids: ids };
+  const withIds = !ids || key === undefined || ids === body[key] ? body : { ...body, [key]: ids };
+  return workerFields ? { ...withIds, ...workerFields } : withIds;
 }
 
 /** A client's own disaggregated_params must not reach a server doing the whole request. */
@@ -51,15 +56,18 @@ export function contextRequestBody(kind: RequestKind, body: Body, tokenIds: numb
  * spliced in as the text they came as (no parse and re-stringify of the bulk of the body).
  */
 export function generationRequestText(kind: RequestKind, body: Body, ctx: ContextAnswerOk, disaggId: number): string {
+  const protocol = protocolOf(kind);
   const params = { ...(ctx.choice.disaggregated_params as Body) };
   params.request_type = 'generation_only';
   params.disagg_request_id = disaggId;
   const conversationId = conversationIdOf(body);
   if (conversationId !== undefined) params.conversation_id = conversationId;
-  const idsKey = kind === 'completion' ? 'prompt' : 'prompt_token_ids';
-  if (ctx.promptIdsText === undefined) return serializeRequest({ ...body, disaggregated_params: params });
+  const idsKey = protocol.relayIdsKey;
+  const b64 = protocol.relaysIdsB64 && typeof ctx.json.prompt_token_ids_b64 === 'string' ? { prompt_token_ids_b64: ctx.json.prompt_token_ids_b64 } : {};
+  const fixed = { ...protocol.workerFields, ...b64, disaggregated_params: params };
+  if (ctx.promptIdsText === undefined) return serializeRequest({ ...body, ...fixed });
   const { [idsKey]: _replaced, ...rest } = body;
-  const text = serializeRequest({ ...rest, disaggregated_params: params });
+  const text = serializeRequest({ ...rest, ...fixed });
   // A non-empty object's text ends with '}': the ids go in as its last member.
   return `${text.slice(0, -1)},"${idsKey}":${ctx.promptIdsText}}`;
 }
@@ -95,14 +103,15 @@ export function generationFirstBodies(
 /**
  * See docs/protocol.md "Context answer": the shape a context_only answer must have before its
  * parameters go to a generation server, as TensorRT-LLM checks it: a JSON object with exactly
- * one choice, and the transfer parameters unless the finish reason says the request is
- * already finished. A missing finish reason is not "finished": such an answer would otherwise
+ * one choice (Responses: the answer itself carries them), and the transfer parameters unless
+ * the finish reason says the request is already finished. A missing finish reason is not "finished": such an answer would otherwise
  * be relayed as a complete (and empty) answer.
  */
 export interface ContextAnswerOk {
   ok: true;
   /** The answer without its prompt_token_ids when they were cut out (see promptIdsText). */
   json: Body;
+  /** What carries the handoff: choices[0], or the answer itself for Responses. */
   choice: Body;
   finished: boolean;
   /** The top-level prompt_token_ids as the worker wrote them: a non-empty list of integers. */
@@ -117,7 +126,7 @@ const ID_LIST = /\s*(\[\s*(?:\d+\s*,\s*)*\d+\s*\])/y;
 const CUT_MARK = '"\\u0000ids"';
 const CUT_VALUE = '\u0000ids';
 
-export function parseContextAnswer(text: string): ContextAnswer {
+export function parseContextAnswer(text: string, kind: RequestKind = 'completion'): ContextAnswer {
   const cut = cutPromptIds(text);
   let json = parseJsonObject(cut ? cut.rest : text);
   let promptIdsText: string | undefined;
@@ -129,12 +138,8 @@ export function parseContextAnswer(text: string): ContextAnswer {
     json = parseJsonObject(text);
   }
   if (!json) return { ok: false, problem: 'an answer that is not a JSON object' };
-  const choices = json.choices;
-  if (!Array.isArray(choices)) return { ok: false, problem: 'a context answer without choices' };
-  if (choices.length !== 1) return { ok: false, problem: `a context answer with ${choices.length} choices (expected 1)` };
-  const choice = choices[0] as unknown;
-  if (typeof choice !== 'object' || choice === null || Array.isArray(choice)) return { ok: false, problem: 'a context answer whose choice is not an object' };
-  const c = choice as Body;
+  const c = protocolOf(kind).handoffOf(json);
+  if (typeof c === 'string') return { ok: false, problem: c };
   const finished = finishedByContext(c);
   if (!finished && (typeof c.disaggregated_params !== 'object' || c.disaggregated_params === null || Array.isArray(c.disaggregated_params))) {
     return { ok: false, problem: `a context answer without disaggregated_params (finish_reason ${JSON.stringify(c.finish_reason ?? null)})` };
@@ -149,6 +154,19 @@ export function parseContextAnswer(text: string): ContextAnswer {
 export function wholeContextAnswer(answer: ContextAnswerOk): Body {
   if (answer.promptIdsText === undefined || 'prompt_token_ids' in answer.json) return answer.json;
   return { ...answer.json, prompt_token_ids: JSON.parse(answer.promptIdsText) as unknown };
+}
+
+/**
+ * A finished context answer as its client gets it: without the handoff, which describes a KV
+ * transfer that never happens (see docs/protocol.md "Context answer").
+ */
+export function finishedContextAnswer(kind: RequestKind, answer: ContextAnswerOk): Body {
+  delete answer.choice.disaggregated_params;
+  const dropped = protocolOf(kind).handoffFields;
+  if (dropped.length === 0) return wholeContextAnswer(answer);
+  const json = answer.json;
+  for (const key of dropped) delete json[key];
+  return json;
 }
 
 /** The prompt_token_ids list cut out of the answer's text, a mark in its place. */

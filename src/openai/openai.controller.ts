@@ -4,10 +4,8 @@ import { ClientTrafficGate } from '../admission/client-traffic-gate';
 import { ClientTraffic } from '../admission/client-traffic.decorator';
 import { DisaggService } from '../disagg/disagg.service';
 import type { RequestKind } from '../routing';
-import { writeOpenAiError } from '../common/errors/error-response';
-import { FastifyClientChannel } from './fastify-client-channel';
 import { requireJsonContentType, validateOpenAiRequest } from './request-validation';
-import { ClientGoneError, HttpApiError } from '../common';
+import { serveOnChannel } from './serve-on-channel';
 
 /** The OpenAI-compatible front door: completions and chat, streamed or not. */
 @Controller('v1')
@@ -42,20 +40,6 @@ export class OpenAiController {
   private async serveAdmitted(kind: RequestKind, req: FastifyRequest, reply: FastifyReply): Promise<void> {
     requireJsonContentType(req.headers['content-type']);
     const body = validateOpenAiRequest(kind, req.body);
-    const channel = new FastifyClientChannel(reply, req.id, this.traffic?.stopSignal);
-    try {
-      await this.disagg.handle(kind, body, channel, req.headers);
-    } catch (err) {
-      if (err instanceof ClientGoneError && channel.stoppedForShutdown) {
-        writeOpenAiError(channel.raw, new HttpApiError(503, 'the router is shutting down', { code: 'shutting_down' }), this.logger, req.id);
-        return;
-      }
-      if (err instanceof ClientGoneError) {
-        this.logger.log(`[${req.id}] client disconnected; upstream calls aborted`);
-        channel.end();
-        return;
-      }
-      writeOpenAiError(channel.raw, err, this.logger, req.id);
-    }
+    await serveOnChannel(req, reply, this.logger, this.traffic?.stopSignal, (channel) => this.disagg.handle(kind, body, channel, req.headers));
   }
 }

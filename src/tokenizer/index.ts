@@ -9,3 +9,4 @@ export * from './prompt-request';
 export * from './prompt-tokenizer';
 export * from './prompt-tokens';
 export * from './tokenizer-threads';
+export * from './responses-chat';
