@@ -1,6 +1,7 @@
 import { beforeAll, beforeEach, describe, expect, it } from '@jest/globals';
 import OpenAI from 'openai';
 import { LogCapture } from '../observability/log-capture';
+import { sampleValue, scrape } from '../observability/prom-text';
 import { allIdle } from '../routing/support/sim-helpers';
 import { postJson, waitFor } from '../support/router-app';
 import { useFakeCluster } from '../support/router-cluster';
@@ -48,6 +49,21 @@ describe('the Responses handoff between the context and generation workers (scri
     }
     // Prompt accounting from the context phase, total kept consistent.
     expect(response.usage).toMatchObject({ input_tokens: 5, input_tokens_details: { cached_tokens: 2 }, output_tokens: 3, total_tokens: 8 });
+  });
+
+  it('counts in the request metrics under its own endpoint, streamed or not', async () => {
+    const NS = 'disagg_router_';
+    const endpoint = { endpoint: PATH };
+    const before = await scrape(cluster.url);
+    expect((await postJson(`${cluster.url}${PATH}`, { model: 'm', input: 'Hi' })).status).toBe(200);
+    await readSse(await postStream(`${cluster.url}${PATH}`, { model: 'm', input: 'Hi', stream: true }));
+    await waitFor(async () => sampleValue(await scrape(cluster.url), `${NS}requests_total`, { ...endpoint, status: '200' }) === sampleValue(before, `${NS}requests_total`, { ...endpoint, status: '200' }) + 2, 10_000, 'two requests counted');
+    const after = await scrape(cluster.url);
+    const delta = (name: string, labels: Record<string, string>): number => sampleValue(after, name, labels) - sampleValue(before, name, labels);
+    expect(delta(`${NS}request_duration_seconds_count`, { ...endpoint, stream: 'false' })).toBe(1);
+    expect(delta(`${NS}request_duration_seconds_count`, { ...endpoint, stream: 'true' })).toBe(1);
+    expect(delta(`${NS}time_to_first_token_seconds_count`, endpoint)).toBe(1);
+    expect(delta(`${NS}http_requests_total`, { method: 'POST', route: PATH, status: '200' })).toBe(2);
   });
 
   it('relays prompt_token_ids_b64 as it came', async () => {
