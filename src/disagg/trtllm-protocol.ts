@@ -104,8 +104,8 @@ export function generationFirstBodies(
  * See docs/protocol.md "Context answer": the shape a context_only answer must have before its
  * parameters go to a generation server, as TensorRT-LLM checks it: a JSON object with exactly
  * one choice (Responses: the answer itself carries them), and the transfer parameters unless
- * the finish reason says the request is already finished. A missing finish reason is not "finished": such an answer would otherwise
- * be relayed as a complete (and empty) answer.
+ * the finish reason says the request is already finished. A missing finish reason is not
+ * "finished": such an answer would otherwise be relayed as a complete (and empty) answer.
  */
 export interface ContextAnswerOk {
   ok: true;
