@@ -1,25 +1,8 @@
-import { createHash, timingSafeEqual } from 'node:crypto';
+import { tokenDigest } from '../common/bearer-token';
 
-function digest(value: string): Buffer {
-  return createHash('sha256').update(value, 'utf8').digest();
-}
-
-/**
- * Compares a presented token with the configured one in constant time. Both sides are
- * hashed first, so the comparison always runs on 32 bytes and the token length does not leak.
- */
-export function tokenMatches(presented: string, expected: string): boolean {
-  return timingSafeEqual(digest(presented), digest(expected));
-}
+export { bearerTokenOf, tokenMatches } from '../common/bearer-token';
 
 /** A short, non-reversible name for a token in audit logs. */
 export function tokenFingerprint(token: string): string {
-  return digest(token).toString('hex').slice(0, 8);
-}
-
-/** The token of an `Authorization: Bearer <token>` header, if the header has that form. */
-export function bearerTokenOf(header: string | string[] | undefined): string | undefined {
-  const value = Array.isArray(header) ? header[0] : header;
-  const match = value ? /^Bearer[ \t]+(\S+)[ \t]*$/i.exec(value) : null;
-  return match?.[1];
+  return tokenDigest(token).toString('hex').slice(0, 8);
 }

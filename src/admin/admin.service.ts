@@ -5,7 +5,7 @@ import { CLUSTER_ADMIN_VIEW, singleRouterView, type ClusterAdminView } from '../
 import { ServerRegistry, type ServerState } from '../servers';
 import { AdminChangeStore } from './admin-change-store';
 import type { AddServerBody, RouterSwitchBody } from './admin-schemas';
-import { hostAllowed } from './allowed-hosts';
+import { hostAllowed } from '../common/allowed-hosts';
 import { DrainRemover } from './drain-remover.service';
 import { redactSecrets } from './redact';
 import { HttpApiError, invalidRequest } from '../common';

@@ -6,6 +6,7 @@ import { ConfigError } from './config-error';
 import { AppConfig, AppConfigInput, routerConfigSchema } from './config.schema';
 import { SERVER_ROLES } from './server-role';
 import { applyTrtllmSemantics } from './trtllm-semantics';
+import { clusterStorageScopeProblem } from './cluster-storage-scope';
 
 /** Changes on top of the file and the env (command-line flags), applied before validation. */
 export type ConfigOverrides = (raw: AppConfigInput) => AppConfigInput;
@@ -55,6 +56,7 @@ function applyEnvOverrides(raw: AppConfigInput, env: NodeJS.ProcessEnv): AppConf
   if (env.DISAGG_HOST) out.hostname = env.DISAGG_HOST;
   if (env.DISAGG_PORT) out.port = Number(env.DISAGG_PORT);
   if (env.DISAGG_ADMIN_TOKEN) out.admin = { ...(raw.admin ?? {}), token: env.DISAGG_ADMIN_TOKEN };
+  if (env.DISAGG_CLUSTER_API_KEY && raw.disagg_cluster) out.disagg_cluster = { ...raw.disagg_cluster, api_key: env.DISAGG_CLUSTER_API_KEY };
   if (env.DISAGG_REPLICA_ID && raw.cluster) out.cluster = { ...raw.cluster, replica_id: env.DISAGG_REPLICA_ID };
   if (env.DISAGG_LOG_LEVEL) {
     out.logging = { ...(raw.logging ?? {}), level: env.DISAGG_LOG_LEVEL as 'info' };
@@ -86,6 +88,8 @@ function checkConsistency(config: AppConfig, source: string): void {
       );
     }
   }
+  const scope = clusterStorageScopeProblem(config);
+  if (scope) throw new ConfigError(`invalid config ${source}:\n  ${scope}`);
   const hasGeneration = (config.generation_servers?.urls?.length ?? 0) > 0;
   const discovered = config.metadata_server_config !== undefined || config.disagg_cluster !== undefined || config.simulate !== undefined;
   if (!hasGeneration && !discovered) {

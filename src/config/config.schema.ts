@@ -51,6 +51,17 @@ const disaggClusterSchema = z.strictObject({
     .default(() => ({ context_servers: 1, generation_servers: 1 })),
   heartbeat_interval_sec: z.number().positive().default(5),
   inactive_timeout_sec: z.number().positive().default(10),
+  /**
+   * Bearer token the served storage requires (403 otherwise), as TensorRT-LLM's storage server
+   * takes one. DISAGG_CLUSTER_API_KEY overrides. Without it the storage is loopback-only.
+   */
+  api_key: z.string().min(1, 'is empty: give a key, or remove it').optional(),
+  /** Serve the storage without a key on a non-loopback address (a trusted network only). */
+  allow_unauthenticated: z.boolean().optional(),
+  /** A listener of its own for the storage (then not served on the client port). */
+  storage_listener: z
+    .strictObject({ host: z.string().min(1).default('127.0.0.1'), port: z.number().int().min(0).max(65535) })
+    .optional(),
 });
 
 const httpSessionSchema = z.strictObject({

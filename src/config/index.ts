@@ -5,3 +5,4 @@ export * from './config.schema';
 export * from './config.tokens';
 export * from './server-role';
 export * from './trtllm-semantics';
+export * from './cluster-storage-scope';

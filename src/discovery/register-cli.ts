@@ -4,7 +4,7 @@ import { WorkerRegistration } from './worker-registration';
 
 const USAGE = `usage: register --etcd host:port --url http://host:port --role context|generation [--key trtllm/NAME] [--ttl 10]
        register --disagg-cluster URI --url http://host:port --role context|generation
-                [--cluster-name NAME] [--heartbeat 5] [--inactive-timeout 10]
+                [--cluster-name NAME] [--heartbeat 5] [--inactive-timeout 10] [--api-key KEY]
 
 With --etcd: puts a worker's key into etcd (the way trtllm-serve registers its workers) with a
 lease kept alive while this runs, so a router with metadata_server_config routes to the worker.
@@ -12,15 +12,16 @@ lease kept alive while this runs, so a router with metadata_server_config routes
 With --disagg-cluster: registers the worker in a disagg_cluster (URI http(s)://router:port, the
 router serving the cluster storage, or etcd://host:port) and heartbeats it every --heartbeat
 seconds, as TensorRT-LLM's workers do; the router drops it --inactive-timeout seconds after
-the heartbeats stop. Either way the registration is removed on SIGINT/SIGTERM.`;
+the heartbeats stop. --api-key (or env DISAGG_CLUSTER_API_KEY) is the router's
+disagg_cluster.api_key, sent as a bearer token (never over plain http off loopback). Either way the registration is removed on SIGINT/SIGTERM.`;
 
 type CliArgs =
   | { mode: 'etcd'; etcd: string; url: string; role: ServerRole; key?: string; ttl: number }
-  | { mode: 'cluster'; clusterUri: string; url: string; role: ServerRole; clusterName: string; heartbeat: number; inactiveTimeout: number };
+  | { mode: 'cluster'; clusterUri: string; url: string; role: ServerRole; clusterName: string; heartbeat: number; inactiveTimeout: number; apiKey?: string };
 
-const FLAGS = ['--etcd', '--url', '--role', '--key', '--ttl', '--disagg-cluster', '--cluster-name', '--heartbeat', '--inactive-timeout'];
+const FLAGS = ['--etcd', '--url', '--role', '--key', '--ttl', '--disagg-cluster', '--cluster-name', '--heartbeat', '--inactive-timeout', '--api-key'];
 
-export function parseRegisterArgs(argv: readonly string[]): CliArgs {
+export function parseRegisterArgs(argv: readonly string[], env: NodeJS.ProcessEnv = {}): CliArgs {
   const values = new Map<string, string>();
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i];
@@ -44,7 +45,7 @@ export function parseRegisterArgs(argv: readonly string[]): CliArgs {
     for (const n of names) if (values.has(n)) throw new UsageError(`--${n} needs ${mode}`);
   };
   if (etcd) {
-    only('--disagg-cluster', ['cluster-name', 'heartbeat', 'inactive-timeout']);
+    only('--disagg-cluster', ['cluster-name', 'heartbeat', 'inactive-timeout', 'api-key']);
     const ttl = Number(values.get('ttl') ?? 10);
     if (!Number.isInteger(ttl) || ttl < 1) throw new UsageError('--ttl must be a whole number of seconds, at least 1');
     return { mode: 'etcd', etcd, url, role: role as ServerRole, key: values.get('key'), ttl };
@@ -55,7 +56,8 @@ export function parseRegisterArgs(argv: readonly string[]): CliArgs {
   const inactiveTimeout = Number(values.get('inactive-timeout') ?? 10);
   if (!(heartbeat > 0)) throw new UsageError('--heartbeat must be a positive number of seconds');
   if (!(inactiveTimeout > heartbeat)) throw new UsageError('--inactive-timeout must be longer than --heartbeat');
-  return { mode: 'cluster', clusterUri: clusterUri!, url, role: role as ServerRole, clusterName: values.get('cluster-name') ?? '', heartbeat, inactiveTimeout };
+  const apiKey = values.get('api-key') ?? (env.DISAGG_CLUSTER_API_KEY || undefined);
+  return { mode: 'cluster', clusterUri: clusterUri!, url, role: role as ServerRole, clusterName: values.get('cluster-name') ?? '', heartbeat, inactiveTimeout, apiKey };
 }
 
 class UsageError extends Error {}
@@ -73,6 +75,7 @@ async function register(args: CliArgs, log: (m: string) => void): Promise<{ key:
     role: args.role,
     heartbeatIntervalS: args.heartbeat,
     inactiveTimeoutS: args.inactiveTimeout,
+    apiKey: args.apiKey,
     log,
   });
 }
@@ -80,7 +83,7 @@ async function register(args: CliArgs, log: (m: string) => void): Promise<{ key:
 async function main(): Promise<void> {
   let args: CliArgs;
   try {
-    args = parseRegisterArgs(process.argv.slice(2));
+    args = parseRegisterArgs(process.argv.slice(2), process.env);
   } catch (err) {
     if (!(err instanceof UsageError)) throw err;
     if (err.message) process.stderr.write(`register: ${err.message}\n`);

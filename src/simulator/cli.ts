@@ -7,7 +7,7 @@
  *                  [--prefill-ms-per-token X] [--decode-ms-per-token X] [--max-batch-size N]
  *                  [--disagg-cluster URI [--cluster-name NAME]]
  * With --disagg-cluster each worker registers itself in that disagg_cluster and heartbeats,
- * as TensorRT-LLM's workers do. Workers of one process share a context registry; across processes use --ctx-check blind
+ * as TensorRT-LLM's workers do (with env DISAGG_CLUSTER_API_KEY as the storage's bearer token). Workers of one process share a context registry; across processes use --ctx-check blind
  * (the default here). Stops on SIGINT/SIGTERM.
  */
 import { ClusterWorkerRegistration, type ClusterWorkerOptions } from '../discovery/cluster/cluster-worker-registration';
@@ -164,12 +164,13 @@ export function registerInCluster(
   worker: SimWorker,
   clusterUri: string,
   clusterName = '',
-  options: Pick<ClusterWorkerOptions, 'heartbeatIntervalS' | 'inactiveTimeoutS' | 'log'> = {},
+  options: Pick<ClusterWorkerOptions, 'heartbeatIntervalS' | 'inactiveTimeoutS' | 'apiKey' | 'log'> = {},
 ): Promise<ClusterWorkerRegistration> {
   if (worker.role === 'mixed') throw new Error('--disagg-cluster needs --role context or generation');
   const u = new URL(worker.url);
   const log = (m: string): void => console.log(`sim: ${m}`);
-  return ClusterWorkerRegistration.start({ clusterUri, clusterName, host: u.hostname, port: Number(u.port), role: worker.role, log, ...options });
+  const apiKey = process.env.DISAGG_CLUSTER_API_KEY || undefined;
+  return ClusterWorkerRegistration.start({ clusterUri, clusterName, host: u.hostname, port: Number(u.port), role: worker.role, log, apiKey, ...options });
 }
 
 // Run only as the entry point (compiled CommonJS); importing it, e.g. from tests, has no effect.

@@ -1,5 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
-import { hostAllowed } from '../../src/admin/allowed-hosts';
+import { hostAllowed } from '../../src/common/allowed-hosts';
 import { isSecretKey, redactSecrets } from '../../src/admin/redact';
 import { tokenMatches } from '../../src/admin/admin-token';
 

@@ -41,6 +41,8 @@ describe('status page /admin/status in headless Chromium', () => {
     const res = await page.goto(`${cluster.router.url}/admin/status`);
     expect(res?.status()).toBe(200);
     expect(res?.headers()['content-security-policy']).toContain("script-src 'self'");
+    // No other site may frame the page (clickjacking of its admin-token form).
+    expect(res?.headers()['content-security-policy']).toContain("frame-ancestors 'none'");
     await page.locator('#token').waitFor({ state: 'visible' });
     expect(await page.locator('#status').isHidden()).toBe(true);
     await page.fill('#token', 'not-the-admin-token-at-all');

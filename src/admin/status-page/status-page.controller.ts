@@ -8,7 +8,7 @@ import { STATUS_PAGE_SCRIPT } from './status-page.script';
 // The page and its script hold no data: they ask for the token and read the admin API with it.
 const PAGE_HEADERS = {
   'cache-control': 'no-store',
-  'content-security-policy': "default-src 'none'; script-src 'self'; style-src 'unsafe-inline'; connect-src 'self'; img-src 'self' data:",
+  'content-security-policy': "default-src 'none'; script-src 'self'; style-src 'unsafe-inline'; connect-src 'self'; img-src 'self' data:; frame-ancestors 'none'",
   'x-content-type-options': 'nosniff',
 };
 

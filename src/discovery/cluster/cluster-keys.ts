@@ -1,3 +1,4 @@
+import { isIP } from 'node:net';
 // Not the config barrel: the register helper must load without Nest.
 import type { ServerRole } from '../../config/server-role';
 
@@ -38,12 +39,22 @@ export function parseWorkerRecord(value: string): ParsedWorker {
   if (typeof record !== 'object' || record === null || Array.isArray(record)) return { ok: false, reason: 'the value is not a JSON object' };
   const { worker_id: workerId, host, port, role } = record as Record<string, unknown>;
   if (typeof workerId !== 'string' || !workerId) return { ok: false, reason: 'no worker_id' };
+  if (workerId.length > MAX_WORKER_ID_CHARS) return { ok: false, reason: `a worker_id longer than ${MAX_WORKER_ID_CHARS} characters` };
   if (typeof host !== 'string' || !host) return { ok: false, reason: 'no host' };
+  if (!validHost(host)) return { ok: false, reason: `host ${JSON.stringify(host.slice(0, 64))}${host.length > 64 ? '...' : ''} is neither a host name nor an IP address` };
   if (typeof port !== 'number' || !Number.isInteger(port) || port < 1 || port > 65535) return { ok: false, reason: 'no valid port' };
   const parsedRole = roleOf(role);
   if (!parsedRole) return { ok: false, reason: `role ${JSON.stringify(role)} is neither context (0) nor generation (1)` };
   const bracketed = host.includes(':') && !host.startsWith('[') ? `[${host}]` : host;
   return { ok: true, worker: { workerId, host, port, role: parsedRole, url: `http://${bracketed}:${port}` } };
+}
+
+const MAX_WORKER_ID_CHARS = 256;
+/** DNS labels (underscores allowed, as some resolvers do), at most 253 characters in all. */
+const HOST_NAME = /^(?=.{1,253}$)[A-Za-z0-9_](?:[A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?(?:\.[A-Za-z0-9_](?:[A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?)*\.?$/;
+
+function validHost(host: string): boolean {
+  return isIP(host.replace(/^\[(.*)\]$/, '$1')) !== 0 || HOST_NAME.test(host);
 }
 
 function roleOf(role: unknown): ServerRole | undefined {

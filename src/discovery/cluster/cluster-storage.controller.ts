@@ -1,15 +1,19 @@
-import { Body, Controller, Delete, Get, Post, Query, Res } from '@nestjs/common';
+import { Body, Controller, Delete, Get, Logger, Post, Query, Res } from '@nestjs/common';
 import type { FastifyReply } from 'fastify';
-import { MemoryClusterStorage } from './memory-cluster-storage';
+import { MemoryClusterStorage, STORAGE_LIMITS, type SetOutcome } from './memory-cluster-storage';
 
 /**
  * The cluster storage endpoints self-registering workers call (`disagg_cluster` with an http(s)
  * uri), with TensorRT-LLM's shapes: every answer is `{"result": <result>}`, status 200 when the
  * result is truthy and 400 otherwise (a missing key, a refused set, an empty prefix). Malformed
- * parameters get 422 with a `detail` list, as FastAPI answers them.
+ * parameters get 422 with a `detail` list, as FastAPI answers them. A key or value over
+ * STORAGE_LIMITS gets 413, a set that would pass the storage's bounds 400 with a `detail`.
  */
 @Controller()
 export class ClusterStorageController {
+  private readonly logger = new Logger('ClusterStorage');
+  private fullLogged = false;
+
   constructor(private readonly storage: MemoryClusterStorage) {}
 
   @Post('set')
@@ -22,7 +26,21 @@ export class ClusterStorageController {
     if (typeof ttl !== 'number' || !Number.isInteger(ttl)) return invalid(reply, ['body', 'ttl'], 'ttl must be an integer');
     const overwrite = item.overwrite_if_exists ?? false;
     if (typeof overwrite !== 'boolean') return invalid(reply, ['body', 'overwrite_if_exists'], 'overwrite_if_exists must be a boolean');
-    answer(reply, this.storage.set(item.key, value, { overwrite, ttlS: ttl }));
+    if (Buffer.byteLength(item.key) > STORAGE_LIMITS.keyBytes) return tooLarge(reply, `the key exceeds ${STORAGE_LIMITS.keyBytes} bytes`);
+    if (Buffer.byteLength(value) > STORAGE_LIMITS.valueBytes) return tooLarge(reply, `the value exceeds ${STORAGE_LIMITS.valueBytes} bytes`);
+    this.answerSet(reply, this.storage.set(item.key, value, { overwrite, ttlS: ttl }));
+  }
+
+  private answerSet(reply: FastifyReply, outcome: SetOutcome): void {
+    if (outcome !== 'full') {
+      this.fullLogged = false;
+      return answer(reply, outcome === 'set');
+    }
+    const detail = `the cluster storage is full (at most ${STORAGE_LIMITS.keys} keys, ${STORAGE_LIMITS.totalBytes} bytes)`;
+    // Once until a set succeeds again: a full storage is a state, not an event per request.
+    if (!this.fullLogged) this.logger.warn(detail);
+    this.fullLogged = true;
+    void reply.code(400).header('content-type', 'application/json').send(JSON.stringify({ result: false, detail }));
   }
 
   @Get('get')
@@ -62,6 +80,10 @@ function answer(reply: FastifyReply, result: unknown): void {
 function truthy(result: unknown): boolean {
   if (typeof result === 'object' && result !== null) return Object.keys(result).length > 0;
   return Boolean(result);
+}
+
+function tooLarge(reply: FastifyReply, detail: string): void {
+  void reply.code(413).header('content-type', 'application/json').send(JSON.stringify({ detail }));
 }
 
 function invalid(reply: FastifyReply, loc: string[], msg: string): void {

@@ -1,6 +1,7 @@
 import type { Etcd3, Lease } from 'etcd3';
 // Not the config barrel: the register helper must load without Nest.
 import type { ServerRole } from '../../config/server-role';
+import { httpClusterUriHost, isLoopbackHost } from '../../config/cluster-storage-scope';
 import { createEtcdClient } from '../etcd-client';
 import { putOnLease, quietLease, RetryLoop, revokeOrDelete } from '../lease-registration';
 import { etcdHostsOf, newWorkerId, workerKey, workerRecord } from './cluster-keys';
@@ -15,6 +16,8 @@ export interface ClusterWorkerOptions {
   role: ServerRole;
   heartbeatIntervalS?: number;
   inactiveTimeoutS?: number;
+  /** The router's `disagg_cluster.api_key`, sent as a bearer token (http(s) storage only). */
+  apiKey?: string;
   log?: (message: string) => void;
 }
 
@@ -47,6 +50,7 @@ export class ClusterWorkerRegistration {
     this.ttlS = options.inactiveTimeoutS ?? 10;
     this.log = options.log ?? (() => undefined);
     if (/^etcd:\/\//i.test(options.clusterUri)) this.etcd = createEtcdClient({ hosts: etcdHostsOf(options.clusterUri) });
+    else if (options.apiKey !== undefined) refuseKeyInClear(options.clusterUri);
   }
 
   /** Registers (retrying until the storage answers) and starts the heartbeats. */
@@ -135,13 +139,24 @@ export class ClusterWorkerRegistration {
 
   private async http(method: string, path: string, body?: unknown): Promise<Response> {
     const base = this.options.clusterUri.replace(/\/+$/, '');
+    const headers: Record<string, string> = {};
+    if (body !== undefined) headers['content-type'] = 'application/json';
+    if (this.options.apiKey !== undefined) headers.authorization = `Bearer ${this.options.apiKey}`;
     const res = await fetch(`${base}/${path}`, {
       method,
-      headers: body === undefined ? undefined : { 'content-type': 'application/json' },
+      headers,
       body: body === undefined ? undefined : JSON.stringify(body),
       signal: AbortSignal.timeout(HTTP_TIMEOUT_MS),
     });
     await res.arrayBuffer();
     return res;
+  }
+}
+
+/** As TensorRT-LLM's storage client: a bearer token never goes over plain http off loopback. */
+function refuseKeyInClear(clusterUri: string): void {
+  const host = httpClusterUriHost(clusterUri);
+  if (/^http:/i.test(clusterUri) && host !== undefined && !isLoopbackHost(host)) {
+    throw new Error(`an API key must not be sent over plain http to the non-loopback host ${host}: use an https cluster URI`);
   }
 }

@@ -1,5 +1,6 @@
 import { Inject, Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy, OnModuleInit } from '@nestjs/common';
-import { APP_CONFIG, type DisaggClusterConfig, type AppConfig, type ServerRole } from '../../config';
+import { hostAllowed } from '../../common/allowed-hosts';
+import { APP_CONFIG, httpClusterUriHost, isLoopbackHost, type DisaggClusterConfig, type AppConfig, type ServerRole } from '../../config';
 import { ClusterStatus, ServerRegistry, type Readiness } from '../../servers';
 import { ServerKeyReconciler } from '../server-key-reconciler';
 import { etcdHostsOf, parseWorkerRecord, workerInfoJson, workerKeyPrefix, type ClusterWorker } from './cluster-keys';
@@ -60,7 +61,14 @@ export class DisaggClusterDiscovery implements OnModuleInit, OnApplicationBootst
     const cluster = this.cluster;
     if (!cluster) return;
     const source = servesClusterStorage(this.config) ? this.storage : (this.etcd = new EtcdClusterWatch(etcdHostsOf(cluster.cluster_uri), this.prefix));
-    const onSet = (key: string, value: string): void => this.onSet(key, value);
+    // Called inside the storage's set: a failure here must never become the caller's 500.
+    const onSet = (key: string, value: string): void => {
+      try {
+        this.onSet(key, value);
+      } catch (err) {
+        this.logger.warn(`disagg_cluster key ${key.slice(0, 256)} ignored: ${(err as Error).message}`);
+      }
+    };
     const onDelete = (key: string): void => this.onDelete(key);
     source.on('set', onSet);
     source.on('delete', onDelete);
@@ -71,6 +79,17 @@ export class DisaggClusterDiscovery implements OnModuleInit, OnApplicationBootst
       this.storage.start();
       this.cleanup.push(() => this.storage.stop());
       this.logger.log(`serving the disagg_cluster storage (${cluster.cluster_uri}): workers register under ${this.prefix}/`);
+      this.warnAboutExposure(cluster);
+    }
+  }
+
+  /** The configurations clusterStorageScopeProblem lets start, but which deserve a word. */
+  private warnAboutExposure(cluster: DisaggClusterConfig): void {
+    const uriHost = httpClusterUriHost(cluster.cluster_uri);
+    if (cluster.api_key === undefined && cluster.allow_unauthenticated) {
+      this.logger.warn('disagg_cluster.allow_unauthenticated: anyone who reaches the cluster storage can register a worker and be sent prompts');
+    } else if (cluster.api_key !== undefined && /^http:/i.test(cluster.cluster_uri) && uriHost !== undefined && !isLoopbackHost(uriHost)) {
+      this.logger.warn(`disagg_cluster.api_key travels in clear over ${cluster.cluster_uri}: TensorRT-LLM's storage client refuses a key over plain http to a non-loopback host (use https through a TLS proxy)`);
     }
   }
 
@@ -101,6 +120,10 @@ export class DisaggClusterDiscovery implements OnModuleInit, OnApplicationBootst
   private onSet(key: string, value: string): void {
     if (!key.startsWith(`${this.prefix}/`)) return;
     const parsed = parseWorkerRecord(value);
+    if (parsed.ok && !hostAllowed(parsed.worker.host, this.config.admin.allowed_hosts)) {
+      const why = this.config.admin.allowed_hosts ? 'is not in admin.allowed_hosts' : 'is link-local (a metadata address)';
+      return this.keys.put(key, { ok: false, reason: `host ${parsed.worker.host} ${why}` });
+    }
     this.keys.put(key, parsed.ok ? { ok: true, entry: parsed.worker } : parsed);
   }
 

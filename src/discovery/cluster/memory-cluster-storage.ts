@@ -21,6 +21,21 @@ export interface SetOptions {
 const SWEEP_MS = 1_000;
 
 /**
+ * Bounds of what anyone who may call /set can make the router hold. A worker record is about
+ * 100 bytes under a key of about 100: these leave room for thousands of workers, not for
+ * memory exhaustion (see README "Self-registering workers").
+ */
+export const STORAGE_LIMITS = {
+  keyBytes: 1_024,
+  valueBytes: 16 * 1_024,
+  keys: 4_096,
+  totalBytes: 8 * 1_024 * 1_024,
+} as const;
+
+/** `exists`: the key is there and overwrite was not asked; `full`: a bound would be passed. */
+export type SetOutcome = 'set' | 'exists' | 'full';
+
+/**
  * The cluster storage this router serves to self-registering workers (`disagg_cluster` with an
  * http(s) uri): keys with a TTL that heartbeats (`expire`) push forward, and events for every
  * key set, deleted or expired. Time the process could not run (a blocked event loop, a
@@ -28,6 +43,8 @@ const SWEEP_MS = 1_000;
  */
 export class MemoryClusterStorage extends EventEmitter<ClusterStorageEvents> {
   private readonly items = new Map<string, StoredItem>();
+  /** Key and value bytes held, kept against STORAGE_LIMITS.totalBytes. */
+  private bytes = 0;
   private timer?: NodeJS.Timeout;
   private lastLook = 0;
 
@@ -48,13 +65,18 @@ export class MemoryClusterStorage extends EventEmitter<ClusterStorageEvents> {
     this.timer = undefined;
   }
 
-  set(key: string, value: string, options: SetOptions = {}): boolean {
+  /** Key and value must be within STORAGE_LIMITS' per-item sizes (the caller answers 413 otherwise). */
+  set(key: string, value: string, options: SetOptions = {}): SetOutcome {
     this.settleStall();
-    if (this.live(key) && !options.overwrite) return false;
+    const previous = this.live(key);
+    if (previous && !options.overwrite) return 'exists';
+    const added = itemBytes(key, value) - (previous ? itemBytes(key, previous.value) : 0);
+    if ((!previous && this.items.size >= STORAGE_LIMITS.keys) || this.bytes + added > STORAGE_LIMITS.totalBytes) return 'full';
     const ttlS = options.ttlS ?? -1;
     this.items.set(key, { value, expiresAt: ttlS > 0 ? this.now() + ttlS * 1000 : undefined });
+    this.bytes += added;
     this.emit('set', key, value);
-    return true;
+    return 'set';
   }
 
   get(key: string): string | undefined {
@@ -71,7 +93,7 @@ export class MemoryClusterStorage extends EventEmitter<ClusterStorageEvents> {
   }
 
   delete(key: string): boolean {
-    if (!this.items.delete(key)) return false;
+    if (!this.remove(key)) return false;
     this.emit('delete', key);
     return true;
   }
@@ -96,11 +118,19 @@ export class MemoryClusterStorage extends EventEmitter<ClusterStorageEvents> {
     if (!item) return undefined;
     this.settleStall();
     if (item.expiresAt !== undefined && item.expiresAt <= this.now()) {
-      this.items.delete(key);
+      this.remove(key);
       this.emit('delete', key);
       return undefined;
     }
     return item;
+  }
+
+  private remove(key: string): boolean {
+    const item = this.items.get(key);
+    if (!item) return false;
+    this.items.delete(key);
+    this.bytes -= itemBytes(key, item.value);
+    return true;
   }
 
   private sweep(): void {
@@ -120,4 +150,8 @@ export class MemoryClusterStorage extends EventEmitter<ClusterStorageEvents> {
     if (stalled <= SWEEP_MS / 2) return;
     for (const item of this.items.values()) if (item.expiresAt !== undefined) item.expiresAt += stalled;
   }
+}
+
+function itemBytes(key: string, value: string): number {
+  return Buffer.byteLength(key) + Buffer.byteLength(value);
 }
