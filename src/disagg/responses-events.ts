@@ -42,7 +42,11 @@ export function replayResponseEvents(answer: Body): string {
     if (typeof raw !== 'object' || raw === null) return;
     const item = raw as Body;
     const parts = Array.isArray(item.content) ? (item.content as unknown[]) : undefined;
-    w.add('response.output_item.added', { output_index: outputIndex, item: { ...item, status: 'in_progress', ...(parts ? { content: [] } : {}) } });
+    // Opened empty: the events after it fill it in, as a client rebuilding the response expects.
+    const opened: Body = { ...item, status: 'in_progress' };
+    if (parts) opened.content = [];
+    if (typeof item.arguments === 'string') opened.arguments = '';
+    w.add('response.output_item.added', { output_index: outputIndex, item: opened });
     const itemId = item.id;
     parts?.forEach((rawPart, contentIndex) => {
       if (typeof rawPart !== 'object' || rawPart === null) return;
@@ -59,22 +63,18 @@ export function replayResponseEvents(answer: Body): string {
   return w.text;
 }
 
-/** A content part's added/delta/done events; text goes out as one delta. */
+/** A content part's added/delta/done events; its text goes out as one delta. */
 function contentPartEvents(w: EventWriter, part: Body, at: Body): void {
   const type = part.type;
-  const message = type === 'output_text' || type === 'refusal';
-  if (message) w.add('response.content_part.added', { ...at, part: { ...part, [type === 'refusal' ? 'refusal' : 'text']: '' } });
-  if (type === 'output_text' && typeof part.text === 'string') {
-    w.add('response.output_text.delta', { ...at, delta: part.text, logprobs: [] });
-    w.add('response.output_text.done', { ...at, text: part.text, logprobs: [] });
-  } else if (type === 'refusal' && typeof part.refusal === 'string') {
-    w.add('response.refusal.delta', { ...at, delta: part.refusal });
-    w.add('response.refusal.done', { ...at, refusal: part.refusal });
-  } else if (type === 'reasoning_text' && typeof part.text === 'string') {
-    w.add('response.reasoning_text.delta', { ...at, delta: part.text });
-    w.add('response.reasoning_text.done', { ...at, text: part.text });
-  }
-  if (message) w.add('response.content_part.done', { ...at, part });
+  const key = type === 'refusal' ? 'refusal' : 'text';
+  const text = part[key];
+  const known = type === 'output_text' || type === 'refusal' || type === 'reasoning_text';
+  if (!known || typeof text !== 'string') return;
+  w.add('response.content_part.added', { ...at, part: { ...part, [key]: '' } });
+  const prefix = type === 'output_text' ? 'response.output_text' : type === 'refusal' ? 'response.refusal' : 'response.reasoning_text';
+  w.add(`${prefix}.delta`, { ...at, delta: text, ...(type === 'output_text' ? { logprobs: [] } : {}) });
+  w.add(`${prefix}.done`, { ...at, [key]: text, ...(type === 'output_text' ? { logprobs: [] } : {}) });
+  w.add('response.content_part.done', { ...at, part });
 }
 
 /** The Responses API's `error` event, the last event of a stream that broke after its head. */

@@ -64,11 +64,12 @@ describe('replaying a whole response as its event sequence', () => {
     const events = frames(replayResponseEvents(responseObject({ output })));
     expect(events.map((e) => e.event)).toEqual([
       'response.created', 'response.in_progress',
-      'response.output_item.added', 'response.reasoning_text.delta', 'response.reasoning_text.done', 'response.output_item.done',
+      'response.output_item.added', 'response.content_part.added', 'response.reasoning_text.delta', 'response.reasoning_text.done', 'response.content_part.done', 'response.output_item.done',
       'response.output_item.added', 'response.function_call_arguments.delta', 'response.function_call_arguments.done', 'response.output_item.done',
       'response.completed',
     ]);
-    expect(events[8].data).toMatchObject({ item_id: 'fc_1', output_index: 1, name: 'get_weather', arguments: '{"city":"Paris"}' });
+    expect(events[10].data).toMatchObject({ item_id: 'fc_1', output_index: 1, name: 'get_weather', arguments: '{"city":"Paris"}' });
+    expect(events[8].data.item).toMatchObject({ type: 'function_call', arguments: '' });
   });
 });
 

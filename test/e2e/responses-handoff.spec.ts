@@ -106,6 +106,25 @@ describe('the Responses handoff between the context and generation workers (scri
     expect(cluster.gen.requests(PATH)).toHaveLength(0);
   });
 
+  it('replays reasoning, text and a tool call so that the client stream helper rebuilds the same response', async () => {
+    const output = [
+      { id: 'rs_1', type: 'reasoning', summary: [], content: [{ type: 'reasoning_text', text: 'The user wants the weather.' }] },
+      { id: 'msg_1', type: 'message', role: 'assistant', status: 'completed', content: [{ type: 'output_text', text: 'Checking.', annotations: [] }] },
+      { id: 'fc_1', type: 'function_call', call_id: 'call_1', name: 'get_weather', arguments: '{"city":"Paris"}', status: 'completed' },
+    ];
+    cluster.ctx.handler = responsesContext({ finishReason: 'stop', output });
+    const stream = client.responses.stream({ model: 'm', input: 'Weather in Paris?' });
+    // What the helper accumulated from the events, before the terminal event replaces it.
+    const rebuilt: Record<string, unknown> = {};
+    stream.on('response.output_text.delta', (e) => (rebuilt[e.type] = e.snapshot));
+    stream.on('response.function_call_arguments.delta', (e) => (rebuilt[e.type] = e.snapshot));
+    const final = await stream.finalResponse();
+    expect(rebuilt).toEqual({ 'response.output_text.delta': 'Checking.', 'response.function_call_arguments.delta': '{"city":"Paris"}' });
+    expect(final.output).toMatchObject(output);
+    expect(final.output_text).toBe('Checking.');
+    expect(final.status).toBe('completed');
+  });
+
   it('ends a stream the worker cut before its terminal event with an error event', async () => {
     cluster.gen.handler = responsesGeneration({ noEnd: true });
     const events = await readSse(await postStream(`${cluster.url}${PATH}`, { model: 'm', input: 'Hi', stream: true }));

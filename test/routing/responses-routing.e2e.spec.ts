@@ -89,5 +89,11 @@ describe.each(POLICIES)('%s routes Responses requests like the chats they are', 
       const first = await contextOf(ask('first turn'));
       for (const input of ['second turn', 'something else entirely']) expect(await contextOf(ask(input))).toBe(first);
     });
+
+    it('keeps a session header on one server whatever the input', async () => {
+      const ask = (input: string) => () => client.responses.create({ model: 'sim-model', input, max_output_tokens: 2 }, { headers: { 'x-session-id': 'session-7' } });
+      const first = await contextOf(ask('hello'));
+      for (const input of ['a different question', 'and another one']) expect(await contextOf(ask(input))).toBe(first);
+    });
   }
 });

@@ -27,14 +27,14 @@ export function responseObject(fields: Body = {}): Body {
  * A Responses context worker as TensorRT-LLM's: the handoff at the answer's top level
  * (`disaggregated_params`, `finish_reason`, `prompt_token_ids` or `prompt_token_ids_b64`).
  */
-export function responsesContext(opts: { finishReason?: string; status?: string; b64?: string; ids?: number[] } = {}): FakeHandler {
+export function responsesContext(opts: { finishReason?: string; status?: string; b64?: string; ids?: number[]; output?: unknown[] } = {}): FakeHandler {
   return (req, res) => {
     const dp = (req.body?.disaggregated_params ?? {}) as Body;
     const ids = opts.ids ?? [1, 2, 3, 4, 5];
     const finishReason = opts.finishReason ?? 'length';
     json(res, 200, responseObject({
       status: opts.status ?? (finishReason === 'stop' ? 'completed' : 'incomplete'),
-      output: finishReason === 'stop' ? responseObject().output : [],
+      output: opts.output ?? (finishReason === 'stop' ? responseObject().output : []),
       finish_reason: finishReason,
       disaggregated_params: { ...CTX_PARAMS, disagg_request_id: dp.disagg_request_id },
       ...(opts.b64 !== undefined ? { prompt_token_ids_b64: opts.b64 } : { prompt_token_ids: ids }),
