@@ -1,5 +1,6 @@
-import type { HttpApiError, RequestKind } from '../common';
-import { replayResponseEvents, responsesStreamError, RESPONSES_STREAM_END } from './responses-events';
+import type { RequestKind } from '../common';
+import { replayResponseEvents } from './responses-events';
+import { DoneWatch, ResponsesWatch, type StreamWatch } from './stream-watch';
 import { contextUsageOf, responsesContextUsage, rewriteResponsesUsage, rewriteUsage, type ContextUsage } from './usage';
 
 type Body = Record<string, unknown>;
@@ -26,16 +27,11 @@ export interface KindProtocol {
   contextUsage(answer: Body): ContextUsage | undefined;
   /** Puts the context's prompt accounting in a whole answer or a stream event; says whether it changed. */
   rewriteUsage(payload: Body, ctx: ContextUsage): boolean;
-  /** Whether a stream's text (its last bytes, or all of it when `endScanAll`) holds its end mark. */
-  streamEnded(text: string): boolean;
-  readonly endScanAll: boolean;
+  /** A watch over one relayed generation stream: its end mark, and how a break ends it. */
+  watchStream(): StreamWatch;
   /** What a streaming client gets when the context phase already finished the answer. */
   replayStream(answer: Body): string;
-  /** The last event of a stream that broke after its head. */
-  streamError(err: HttpApiError): string;
 }
-
-const DONE_EVENT = 'data: [DONE]';
 
 function choiceOf(answer: Body): Body | string {
   const choices = answer.choices;
@@ -61,10 +57,8 @@ function completionsLike(routerIdsKey: 'prompt' | 'prompt_token_ids', toChunk: (
     handoffOf: choiceOf,
     contextUsage: contextUsageOf,
     rewriteUsage: rewriteTopUsage,
-    streamEnded: (text) => text.includes(DONE_EVENT),
-    endScanAll: false,
-    replayStream: (answer) => `data: ${JSON.stringify(toChunk(answer))}\n\n${DONE_EVENT}\n\n`,
-    streamError: (err) => `data: ${JSON.stringify(err.body)}\n\n`,
+    watchStream: () => new DoneWatch(),
+    replayStream: (answer) => `data: ${JSON.stringify(toChunk(answer))}\n\ndata: [DONE]\n\n`,
   };
 }
 
@@ -91,10 +85,8 @@ const RESPONSES: KindProtocol = {
   handoffOf: (answer) => answer,
   contextUsage: responsesContextUsage,
   rewriteUsage: rewriteResponsesUsage,
-  streamEnded: (text) => RESPONSES_STREAM_END.test(text),
-  endScanAll: true,
+  watchStream: () => new ResponsesWatch(),
   replayStream: replayResponseEvents,
-  streamError: responsesStreamError,
 };
 
 const PROTOCOLS: Readonly<Record<RequestKind, KindProtocol>> = {

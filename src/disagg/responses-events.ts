@@ -1,5 +1,3 @@
-import type { HttpApiError } from '../common';
-
 type Body = Record<string, unknown>;
 
 /**
@@ -75,10 +73,4 @@ function contentPartEvents(w: EventWriter, part: Body, at: Body): void {
   w.add(`${prefix}.delta`, { ...at, delta: text, ...(type === 'output_text' ? { logprobs: [] } : {}) });
   w.add(`${prefix}.done`, { ...at, [key]: text, ...(type === 'output_text' ? { logprobs: [] } : {}) });
   w.add('response.content_part.done', { ...at, part });
-}
-
-/** The Responses API's `error` event, the last event of a stream that broke after its head. */
-export function responsesStreamError(err: HttpApiError): string {
-  const e = err.body.error;
-  return `event: error\ndata: ${JSON.stringify({ type: 'error', code: e.code ?? e.type, message: e.message, param: e.param ?? null, sequence_number: 0 })}\n\n`;
 }

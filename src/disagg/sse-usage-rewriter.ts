@@ -1,5 +1,6 @@
 import { StringDecoder } from 'node:string_decoder';
 import type { KindProtocol } from './kind-protocols';
+import type { StreamWatch } from './stream-watch';
 import type { ContextUsage } from './usage';
 
 const EVENT_END = '\n\n';
@@ -7,8 +8,6 @@ const USAGE_KEY = '"usage"';
 const USAGE_BYTES = Buffer.from(USAGE_KEY);
 /** An unterminated event larger than this is passed on as is rather than buffered forever. */
 const MAX_CARRY = 1 << 20;
-/** How much of a stream's previous text an end mark split across chunks may start in. */
-const TAIL_CHARS = 64;
 
 /**
  * Passes an upstream SSE stream through, rewriting `usage` in the events that carry one, and
@@ -19,21 +18,24 @@ const TAIL_CHARS = 64;
 export class SseUsageRewriter {
   private carry = '';
   private readonly decoder = new StringDecoder('utf8');
-  sawEnd = false;
+  /** The stream's end mark, and how a break ends it. */
+  readonly watch: StreamWatch;
 
   constructor(
     private readonly ctx: ContextUsage | undefined,
     private readonly protocol: KindProtocol,
-  ) {}
+  ) {
+    this.watch = protocol.watchStream();
+  }
 
   push(chunk: Buffer): string | Buffer {
     // Whole events without usage (nearly every chunk) go out as the same bytes: no decoding,
     // no re-encoding on the client socket.
     if (this.carry === '' && (!this.ctx || (endsWithEventEnd(chunk) && chunk.indexOf(USAGE_BYTES) < 0))) {
-      this.noteEnd(this.protocol.endScanAll ? chunk.toString('utf8') : chunk.toString('latin1', Math.max(0, chunk.length - 32)));
+      // [DONE] is the last event: for it, only the stream's tail is looked at.
+      this.watch.see(this.watch.wholeText ? chunk.toString('utf8') : chunk.toString('latin1', Math.max(0, chunk.length - 32)));
       return chunk;
     }
-    this.tail = '';
     // The decoder keeps a character split across chunks whole (SSE events start with ASCII).
     const text = this.carry + this.decoder.write(chunk);
     const end = text.lastIndexOf(EVENT_END);
@@ -44,7 +46,7 @@ export class SseUsageRewriter {
     const cut = end < 0 ? text.length : end + EVENT_END.length;
     const complete = text.slice(0, cut);
     this.carry = text.slice(cut);
-    if (this.protocol.streamEnded(complete)) this.sawEnd = true;
+    this.watch.see(complete);
     return this.ctx && complete.includes(USAGE_KEY) ? this.rewrite(complete) : complete;
   }
 
@@ -52,17 +54,8 @@ export class SseUsageRewriter {
   flush(): string {
     const rest = this.carry + this.decoder.end();
     this.carry = '';
-    if (this.protocol.streamEnded(rest)) this.sawEnd = true;
+    this.watch.see(rest);
     return rest;
-  }
-
-  private tail = '';
-
-  private noteEnd(text: string): void {
-    // The end mark may span chunks: the previous chunk's last characters are looked at with it.
-    const window = this.tail + text;
-    if (this.protocol.streamEnded(window)) this.sawEnd = true;
-    this.tail = window.slice(-TAIL_CHARS);
   }
 
   private rewrite(events: string): string {

@@ -89,17 +89,17 @@ export class StreamRelay {
       const kind = classifyTransportError(err);
       this.events.emit('upstreamFailure', { requestId: channel.requestId, role: 'generation', server: route.server, kind, detail: (err as Error).message });
       flow.done.errorKind = kind;
-      await this.streamError(flow, kind === 'timeout' ? 504 : 502,
+      await this.streamError(flow, rewriter, kind === 'timeout' ? 504 : 502,
         kind === 'timeout'
           ? `generation server ${route.server.url} went silent mid-stream`
           : `generation server ${route.server.url} broke the stream (${kind})`);
       return kind === 'timeout' ? 504 : 502;
     }
-    if (!rewriter.sawEnd) {
+    if (!rewriter.watch.ended) {
       this.dispatch.finish(flow, router, false);
       this.events.emit('upstreamFailure', { requestId: channel.requestId, role: 'generation', server: route.server, kind: 'bad_response', detail: 'stream ended without its end event' });
       flow.done.errorKind = 'bad_response';
-      await this.streamError(flow, 502, `generation server ${route.server.url} ended the stream without its end event`);
+      await this.streamError(flow, rewriter, 502, `generation server ${route.server.url} ended the stream without its end event`);
       return 502;
     }
     this.dispatch.finish(flow, router, true);
@@ -108,11 +108,11 @@ export class StreamRelay {
   }
 
   /** A final error event in the kind's stream format once the stream has started, then the end. */
-  private async streamError(flow: Flow, status: number, message: string): Promise<void> {
+  private async streamError(flow: Flow, rewriter: SseUsageRewriter, status: number, message: string): Promise<void> {
     const err = new HttpApiError(status, message);
     this.logger.warn(`[${flow.channel.requestId}] ${message}`);
     if (!flow.channel.abort.aborted) {
-      await flow.channel.write(protocolOf(flow.kind).streamError(err))?.catch(() => undefined);
+      await flow.channel.write(rewriter.watch.errorEvents(err))?.catch(() => undefined);
     }
     flow.channel.end();
   }

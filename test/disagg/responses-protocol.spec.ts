@@ -1,4 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
+import { HttpApiError } from '../../src/common';
 import { protocolOf } from '../../src/disagg/kind-protocols';
 import { replayResponseEvents } from '../../src/disagg/responses-events';
 import { SseUsageRewriter } from '../../src/disagg/sse-usage-rewriter';
@@ -80,12 +81,12 @@ describe('a relayed Responses stream', () => {
     const text = event('response.output_text.delta', { delta: 'say "type":"response.completed"\nevent: response.completed\n' });
     const rewriter = new SseUsageRewriter(undefined, RESPONSES);
     rewriter.push(Buffer.from(text));
-    expect(rewriter.sawEnd).toBe(false);
+    expect(rewriter.watch.ended).toBe(false);
     const end = event('response.completed', { response: responseObject() });
     rewriter.push(Buffer.from(end.slice(0, 17)));
-    expect(rewriter.sawEnd).toBe(false);
+    expect(rewriter.watch.ended).toBe(false);
     rewriter.push(Buffer.from(end.slice(17)));
-    expect(rewriter.sawEnd).toBe(true);
+    expect(rewriter.watch.ended).toBe(true);
   });
 
   it('rewrites the usage inside the terminal event, keeping its event line', () => {
@@ -95,6 +96,28 @@ describe('a relayed Responses stream', () => {
     expect(eventLine).toBe('event: response.completed');
     const usage = ((JSON.parse(dataLine.slice(6)) as Body).response as Body).usage;
     expect(usage).toMatchObject({ input_tokens: 5, input_tokens_details: { cached_tokens: 2 }, output_tokens: 3, total_tokens: 8 });
-    expect(rewriter.sawEnd).toBe(true);
+    expect(rewriter.watch.ended).toBe(true);
+  });
+});
+
+describe('a Responses stream that breaks after its head', () => {
+  it('ends with error and response.failed from the opening snapshot, numbered after what was relayed', () => {
+    const watch = RESPONSES.watchStream();
+    const opening = `event: response.created\ndata: ${JSON.stringify({ type: 'response.created', sequence_number: 0, response: { id: 'resp_1', status: 'in_progress', output: [] } })}\n\n`;
+    // Split inside the opening event and inside an event's blank line.
+    watch.see(opening.slice(0, 40));
+    watch.see(`${opening.slice(40)}event: response.output_text.delta\ndata: {"type":"response.output_text.delta","sequence_number":1,"delta":"x"}\n`);
+    watch.see('\n');
+    const text = watch.errorEvents(new HttpApiError(502, 'the worker went away'));
+    const events = frames(text);
+    expect(events.map((e) => [e.event, e.data.sequence_number])).toEqual([['error', 2], ['response.failed', 3]]);
+    expect(events[1].data.response).toEqual({ id: 'resp_1', status: 'failed', output: [], error: { code: 'upstream_error', message: 'the worker went away' } });
+    expect(watch.ended).toBe(false);
+  });
+
+  it('ends with the error event alone when no opening snapshot went by', () => {
+    const watch = RESPONSES.watchStream();
+    watch.see('event: response.output_text.delta\ndata: {"type":"response.output_text.delta"}\n\n');
+    expect(frames(watch.errorEvents(new HttpApiError(504, 'silent'))).map((e) => e.event)).toEqual(['error']);
   });
 });

@@ -125,12 +125,14 @@ describe('the Responses handoff between the context and generation workers (scri
     expect(final.status).toBe('completed');
   });
 
-  it('ends a stream the worker cut before its terminal event with an error event', async () => {
+  it('ends a stream the worker cut before its terminal event as a worker would: error, then response.failed', async () => {
     cluster.gen.handler = responsesGeneration({ noEnd: true });
-    const events = await readSse(await postStream(`${cluster.url}${PATH}`, { model: 'm', input: 'Hi', stream: true }));
-    const lastEvent = JSON.parse(events.at(-1)!) as Body;
-    expect(lastEvent).toMatchObject({ type: 'error', code: 'upstream_error' });
-    expect(events).not.toContain('[DONE]');
+    const events = (await readSse(await postStream(`${cluster.url}${PATH}`, { model: 'm', input: 'Hi', stream: true }))).map((e) => JSON.parse(e) as Body);
+    expect(events.map((e) => e.type)).toEqual(['response.created', 'response.in_progress', 'response.output_text.delta', 'response.output_text.delta', 'error', 'response.failed']);
+    // Numbered after the four events relayed; the failed response is the opening snapshot.
+    expect(events.map((e) => e.sequence_number)).toEqual([0, 1, 2, 3, 4, 5]);
+    expect(events[4]).toMatchObject({ code: 'upstream_error', message: expect.stringContaining('without its end event') });
+    expect(events[5].response).toMatchObject({ id: 'resp_w', status: 'failed', error: { code: 'upstream_error' } });
   });
 
   it('accepts an explicit store: true with one warning, not one per request, and sends store: false', async () => {
