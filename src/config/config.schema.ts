@@ -90,6 +90,10 @@ const limitsSchema = z.strictObject({
   max_body_bytes: positiveInt.default(32 * 1024 * 1024),
   /** Largest non-streamed worker answer read (bytes); unset: sized from the request, at most 64 MiB. */
   max_answer_bytes: positiveInt.optional(),
+  /** Largest answer of a control call to a worker (/server_info, /perf_metrics, ...); larger ones fail. */
+  max_control_answer_bytes: positiveInt.default(8 * 1024 * 1024),
+  /** Largest /kv_cache_events drain read; a larger one fails and the worker's KV view is rebuilt. */
+  max_kv_events_bytes: positiveInt.default(64 * 1024 * 1024),
   /** Open client connections; more are refused. */
   max_connections: positiveInt.default(10_000),
   /** In-flight client requests over both pools; 0 = unlimited. */

@@ -1,12 +1,7 @@
 import type { Dispatcher } from 'undici';
+import { AnswerTooLargeError, readBoundedBody } from '../http-session';
 
-/** A worker's answer grew past the limit: the read was aborted (and its connection closed). */
-export class AnswerTooLargeError extends Error {
-  constructor(readonly limitBytes: number) {
-    super(`answer larger than ${limitBytes} bytes`);
-    this.name = 'AnswerTooLargeError';
-  }
-}
+export { AnswerTooLargeError };
 
 const MIB = 1024 * 1024;
 /** Without a configured limit, no answer may exceed this whatever the request asks for. */
@@ -27,30 +22,7 @@ export function answerLimitFor(configured: number | undefined, requestBytes: num
   return Math.min(DEFAULT_ANSWER_CEILING, 2 * MIB + 8 * requestBytes + n * maxTokens * BYTES_PER_TOKEN);
 }
 
-/**
- * The whole body as text, aborted with AnswerTooLargeError once it passes `limit` bytes (or
- * at once when its content-length says it will), so a hostile answer never sits in memory.
- */
-export function readAnswerText(res: Dispatcher.ResponseData, limit: number): Promise<string> {
-  const body = res.body;
-  const declared = Number(res.headers['content-length']);
-  if (declared > limit) {
-    body.destroy();
-    return Promise.reject(new AnswerTooLargeError(limit));
-  }
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    body.on('data', (chunk: Buffer) => {
-      size += chunk.length;
-      if (size > limit) {
-        chunks.length = 0;
-        body.destroy(new AnswerTooLargeError(limit));
-        return;
-      }
-      chunks.push(chunk);
-    });
-    body.once('end', () => resolve(chunks.length === 1 ? chunks[0].toString('utf8') : Buffer.concat(chunks, size).toString('utf8')));
-    body.once('error', reject);
-  });
+/** The whole body as text, within `limit` bytes (see readBoundedBody). */
+export async function readAnswerText(res: Dispatcher.ResponseData, limit: number): Promise<string> {
+  return (await readBoundedBody(res.body, res.headers['content-length'], limit)).toString('utf8');
 }

@@ -24,6 +24,8 @@ export class OutlierDetector implements OnApplicationBootstrap, OnModuleDestroy 
   /** Refused connections in a row on real requests, per server. */
   private readonly connectStreak = new Map<string, number>();
   private readonly unsubscribe: Array<() => void> = [];
+  /** Servers readmitted past their breaker as their pool's last one (logged once each). */
+  private readonly panicked = new Set<string>();
 
   constructor(
     @Inject(APP_CONFIG) config: AppConfig,
@@ -46,6 +48,7 @@ export class OutlierDetector implements OnApplicationBootstrap, OnModuleDestroy 
         if (event.type === 'removed') {
           this.breakers.delete(id);
           this.connectStreak.delete(id);
+          this.panicked.delete(id);
         } else if (event.type === 'status' && event.server.status === 'ready' && this.breakers.get(id)?.state !== 'closed') {
           // Made ready past the breaker (prepared again after a drain): a fresh start.
           this.breakers.delete(id);
@@ -63,11 +66,24 @@ export class OutlierDetector implements OnApplicationBootstrap, OnModuleDestroy 
     return this.breakers.get(server.id);
   }
 
-  /** Whether an unhealthy server whose health check gave `healthy` may come back (its breaker decides). */
+  /**
+   * Whether an unhealthy server whose health check gave `healthy` may come back (its breaker
+   * decides). A healthy server whose pool has no other ready one comes back before its
+   * cool-down ends (Envoy's panic threshold, at its simplest): holding it out only turns every
+   * request into a 503, while readmitted it may serve them (a restarted worker does).
+   */
   allowsReadmission(server: ServerState, healthy: boolean): boolean {
     const breaker = this.breakers.get(server.id);
     if (!breaker) return true;
     const allowed = breaker.allowsReadmission(healthy);
+    if (!allowed && healthy && this.registry.ready(server.role).length === 0) {
+      this.breakers.delete(server.id);
+      server.circuit = undefined;
+      // Once per server: one that passes /health but fails its requests would say it every round.
+      if (!this.panicked.has(server.id)) this.logger.warn(`${server.role} server ${server.url} readmitted before its breaker's cool-down: it is healthy and its pool has no other ready server`);
+      this.panicked.add(server.id);
+      return true;
+    }
     server.circuit = breaker.snapshot();
     return allowed;
   }

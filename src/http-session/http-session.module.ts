@@ -23,6 +23,7 @@ export class HttpSessionModule {
             connectTimeoutMs: config.http_session.connect_timeout_ms,
             keepAliveTimeoutMs: config.http_session.keep_alive_timeout_ms,
             requestTimeoutMs: config.timeouts.request_s * 1000,
+            maxControlAnswerBytes: config.limits.max_control_answer_bytes,
           }),
         },
         HttpSessionProvider,

@@ -5,6 +5,8 @@ export interface HttpSessionOptions {
   keepAliveTimeoutMs: number;
   /** Default deadline for a whole upstream response head (ms). */
   requestTimeoutMs: number;
+  /** Largest control-call answer the axios face reads (its maxContentLength); larger ones fail. */
+  maxControlAnswerBytes: number;
 }
 
 export const HTTP_SESSION_OPTIONS = Symbol('HTTP_SESSION_OPTIONS');
@@ -14,4 +16,5 @@ export const DEFAULT_HTTP_SESSION_OPTIONS: HttpSessionOptions = {
   connectTimeoutMs: 5_000,
   keepAliveTimeoutMs: 30_000,
   requestTimeoutMs: 180_000,
+  maxControlAnswerBytes: 8 * 1024 * 1024,
 };

@@ -86,6 +86,8 @@ export class HttpSessionProvider implements OnModuleInit, OnModuleDestroy {
       adapter: createUndiciAdapter(() => this.dispatcher),
       maxRedirects: 0,
       timeout: this.options.requestTimeoutMs,
+      // A worker's control answer is small: a hostile or broken one must not fill the memory.
+      maxContentLength: this.options.maxControlAnswerBytes,
     });
     this.httpService = new HttpService(this.axiosInstance);
     this.state = 'open';

@@ -4,3 +4,4 @@ export * from './http-session.module';
 export * from './http-session.options';
 export * from './http-session.provider';
 export * from './transport-errors';
+export * from './bounded-body';

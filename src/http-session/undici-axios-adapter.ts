@@ -7,12 +7,13 @@ import {
 } from 'axios';
 import type { Dispatcher } from 'undici';
 import type { Readable } from 'node:stream';
+import { AnswerTooLargeError, readBoundedBody } from './bounded-body';
 
 /**
  * An axios adapter that sends requests through the session's undici dispatcher, so axios
  * keeps its API while requests share the session's keep-alive pool (axios' own http adapter
  * costs several times more CPU per request). `responseType: 'stream'` yields the body as a
- * Readable without buffering.
+ * Readable without buffering; other bodies are read within `maxContentLength` (axios' option).
  */
 export function createUndiciAdapter(getDispatcher: () => Dispatcher): AxiosAdapter {
   return async (config: InternalAxiosRequestConfig): Promise<AxiosResponse> => {
@@ -50,8 +51,14 @@ export function createUndiciAdapter(getDispatcher: () => Dispatcher): AxiosAdapt
       response.data = res.body as Readable;
     } else {
       try {
-        response.data = config.responseType === 'arraybuffer' ? Buffer.from(await res.body.arrayBuffer()) : await res.body.text();
+        const limit = config.maxContentLength !== undefined && config.maxContentLength >= 0 ? config.maxContentLength : Infinity;
+        const bytes = await readBoundedBody(res.body, res.headers['content-length'], limit);
+        response.data = config.responseType === 'arraybuffer' ? bytes : bytes.toString('utf8');
       } catch (err) {
+        if (err instanceof AnswerTooLargeError) {
+          // axios' own wording and code for the same limit.
+          throw new AxiosError(`maxContentLength size of ${err.limitBytes} exceeded`, AxiosError.ERR_BAD_RESPONSE, config, null);
+        }
         throw toAxiosError(err as Error, config);
       }
     }

@@ -1,4 +1,5 @@
 import { Inject, Injectable, Optional } from '@nestjs/common';
+import { isContinuation } from './kv-event-slices';
 import type { KvCacheEvent } from './kv-events';
 import { KV_METRICS, type KvMetrics } from './kv-seams';
 import type { KvWorker } from './kv-worker';
@@ -27,7 +28,8 @@ export function applyKvEvents(server: KvWorker, events: readonly KvCacheEvent[])
     switch (data.type) {
       case 'created':
         table.clear();
-        table.capacity = data.num_blocks_per_cache_level?.reduce((a, b) => a + b, 0);
+        // The router's own reset (see KvEventPoller, a lost drain) names no capacity: keep the known one.
+        if (data.num_blocks_per_cache_level) table.capacity = data.num_blocks_per_cache_level.reduce((a, b) => a + b, 0);
         break;
       case 'stored':
         for (const block of data.blocks) table.add(block.block_hash);
@@ -76,7 +78,7 @@ export class KvEventApplier {
     for (const worker of entry.workers) applyKvEvents(worker, fresh);
     // Counted once per URL: every worker under it got the same events.
     let applied = 0;
-    for (const event of fresh) if (TABLE_EVENTS.has(event.data.type)) applied++;
+    for (const event of fresh) if (TABLE_EVENTS.has(event.data.type) && !isContinuation(event)) applied++;
     if (applied > 0) this.metrics?.kvEventsApplied(serverUrl, applied);
     return applied;
   }

@@ -1,8 +1,11 @@
 import { Inject, Injectable, Logger, Optional } from '@nestjs/common';
-import { HttpSessionClosedError } from '../http-session';
-import { WorkerClient } from '../worker-client';
+import { APP_CONFIG, type AppConfig } from '../config';
+import { AnswerTooLargeError, HttpSessionClosedError } from '../http-session';
+import { DEFAULT_KV_EVENTS_BYTES, WorkerClient } from '../worker-client';
 import { parseKvEventsFast } from './fast-kv-events';
 import { KvEventApplier } from './kv-event-applier';
+import { kvEventSlices } from './kv-event-slices';
+import type { KvCacheEvent } from './kv-events';
 import {
   KV_EVENT_PUBLISHER,
   KV_METRICS,
@@ -39,6 +42,7 @@ export class KvEventPoller {
   private readonly logger = new Logger(KvEventPoller.name);
   /** Per worker URL, shared by every router (a runtime policy switch may overlap two). */
   private readonly polls = new Map<string, PollState>();
+  private readonly maxDrainBytes: number;
 
   constructor(
     private readonly workers: WorkerClient,
@@ -46,7 +50,10 @@ export class KvEventPoller {
     @Optional() @Inject(KV_POLL_OWNERSHIP) private readonly ownership: KvPollOwnership = POLL_EVERY_WORKER,
     @Optional() @Inject(KV_EVENT_PUBLISHER) private readonly publisher: KvEventPublisher = PUBLISH_NOWHERE,
     @Optional() @Inject(KV_METRICS) private readonly metrics?: KvMetrics,
-  ) {}
+    @Optional() @Inject(APP_CONFIG) config?: AppConfig,
+  ) {
+    this.maxDrainBytes = config?.limits.max_kv_events_bytes ?? DEFAULT_KV_EVENTS_BYTES;
+  }
 
   /** Polls the worker at `serverUrl` unless another replica owns it; resolves when done. */
   poll(serverUrl: string, timeoutMs: number): Promise<void> {
@@ -80,10 +87,11 @@ export class KvEventPoller {
   async pollOnce(serverUrl: string, timeoutMs: number): Promise<PollOutcome> {
     let events;
     try {
-      const text = await this.workers.drainKvEvents(serverUrl, timeoutMs);
+      const text = await this.workers.drainKvEvents(serverUrl, timeoutMs, this.maxDrainBytes);
       if (!text.trim()) return { ok: true, applied: 0 };
       events = parseKvEventsFast(text);
     } catch (err) {
+      if (err instanceof AnswerTooLargeError) return this.lostDrain(serverUrl, err);
       // Outside the session's lifetime there is nothing to poll with; not a worker fault.
       if (!(err instanceof HttpSessionClosedError)) {
         this.metrics?.kvPollError(serverUrl);
@@ -96,12 +104,43 @@ export class KvEventPoller {
     const last = this.applier.lastEventId(serverUrl);
     const restarted = first !== undefined && first >= 0 && last !== undefined && first <= last;
     if (restarted) this.applier.restart(serverUrl);
-    const applied = this.applier.apply(serverUrl, events);
+    const applied = await this.applyInSlices(serverUrl, events);
     try {
       if (events.length) this.publisher.publish(serverUrl, events, restarted);
     } catch (err) {
       this.logger.warn(`failed to publish the KV cache events of ${serverUrl}: ${(err as Error).message}`);
     }
     return { ok: true, applied };
+  }
+
+  /** Applies a drain; a large one in slices, yielding to the event loop between them. */
+  private async applyInSlices(serverUrl: string, events: readonly KvCacheEvent[]): Promise<number> {
+    let applied = 0;
+    let first = true;
+    for (const slice of kvEventSlices(events)) {
+      if (!first) await new Promise((resolve) => setImmediate(resolve));
+      first = false;
+      applied += this.applier.apply(serverUrl, slice);
+    }
+    return applied;
+  }
+
+  /**
+   * A drain over limits.max_kv_events_bytes was not read, and a drain is destructive: its
+   * events are lost. The worker's tables are emptied (here and, through the publisher, on
+   * every replica alike) and fill again from its next events, instead of routing on a view
+   * that no longer matches the worker.
+   */
+  private lostDrain(serverUrl: string, err: AnswerTooLargeError): PollOutcome {
+    this.metrics?.kvPollError(serverUrl);
+    this.logger.warn(`the KV cache events of ${serverUrl} exceeded limits.max_kv_events_bytes (${err.limitBytes} bytes) and were dropped: its KV view starts empty again`);
+    const reset: KvCacheEvent[] = [{ event_id: -1, data: { type: 'created' } }];
+    this.applier.apply(serverUrl, reset);
+    try {
+      this.publisher.publish(serverUrl, reset, false);
+    } catch (publishErr) {
+      this.logger.warn(`failed to publish the KV reset of ${serverUrl}: ${(publishErr as Error).message}`);
+    }
+    return { ok: false, error: err.message };
   }
 }

@@ -28,7 +28,8 @@ export interface KvStoredBlock {
 
 export interface KvCreatedData {
   type: 'created';
-  num_blocks_per_cache_level: number[];
+  /** Absent only in the router's own reset after a lost drain (see KvEventPoller). */
+  num_blocks_per_cache_level?: number[];
   hash_algo?: string;
 }
 

@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { HttpSessionProvider } from '../http-session';
+import { HttpSessionProvider, readBoundedBody } from '../http-session';
 import { healthErrorOf, type HealthResult } from './worker-health';
 
 /** The worker's clock readings of GET /steady_clock_offset (seconds on its steady clock). */
@@ -10,6 +10,10 @@ export interface SteadyClockReading {
 }
 
 const KV_EVENTS_HEADERS = { 'content-type': 'application/json' };
+/** A health answer is a status; its body is read only to free the connection. */
+const HEALTH_ANSWER_BYTES = 64 * 1024;
+/** Default bound of a KV drain (limits.max_kv_events_bytes). */
+export const DEFAULT_KV_EVENTS_BYTES = 64 * 1024 * 1024;
 
 /**
  * The control calls to a worker (see docs/protocol.md "Worker endpoints"), made through the
@@ -27,7 +31,7 @@ export class WorkerClient {
     const axios = this.session.axios;
     const started = performance.now();
     try {
-      const res = await axios.get(`${url}/health`, { timeout: timeoutMs, validateStatus: () => true, responseType: 'text' });
+      const res = await axios.get(`${url}/health`, { timeout: timeoutMs, validateStatus: () => true, responseType: 'text', maxContentLength: HEALTH_ANSWER_BYTES });
       const result: HealthResult = { ok: res.status === 200, status: res.status, at: Date.now(), latencyMs: performance.now() - started };
       if (!result.ok) result.error = `HTTP ${res.status}`;
       return result;
@@ -56,9 +60,9 @@ export class WorkerClient {
    * drains a worker after every finished request, so this one call takes the session's raw
    * path, as inference does: through axios it costs about 4x the CPU per call
    * (test/bench/routing/kv-drain-cost.ts). `timeoutMs` bounds the answer's head and each
-   * silence in its body.
+   * silence in its body; an answer over `maxBytes` throws AnswerTooLargeError unread.
    */
-  async drainKvEvents(url: string, timeoutMs: number): Promise<string> {
+  async drainKvEvents(url: string, timeoutMs: number, maxBytes = DEFAULT_KV_EVENTS_BYTES): Promise<string> {
     const target = new URL(url);
     const res = await this.session.request({
       origin: target.origin,
@@ -69,7 +73,7 @@ export class WorkerClient {
       headersTimeoutMs: timeoutMs,
       bodyTimeoutMs: timeoutMs,
     });
-    const text = await res.body.text();
+    const text = (await readBoundedBody(res.body, res.headers['content-length'], maxBytes)).toString('utf8');
     if (res.statusCode < 200 || res.statusCode >= 300) throw new Error(`Request failed with status code ${res.statusCode}`);
     return text;
   }

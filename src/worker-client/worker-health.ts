@@ -19,5 +19,6 @@ export function healthErrorOf(err: unknown): string {
   if (code === 'ENOTFOUND' || code === 'EAI_AGAIN') return 'host not found';
   if (code === 'EHOSTUNREACH' || code === 'ENETUNREACH') return 'host unreachable';
   if (code === 'ECONNRESET' || code === 'UND_ERR_SOCKET') return 'connection reset';
+  if (code === 'ERR_BAD_RESPONSE' && /maxContentLength/.test(String((err as Error).message))) return 'answer too large';
   return 'failed';
 }

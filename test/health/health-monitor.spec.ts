@@ -157,6 +157,30 @@ describe('health monitor (static servers)', () => {
     expect(flaky.stats.requests.byType.plain).toBeGreaterThan(served);
   });
 
+  it("readmits the pool's only server once it is healthy again, without waiting out its breaker's cool-down", async () => {
+    const only = await sim();
+    router = await startRouter({
+      max_retries: 0,
+      generation_servers: { urls: [only.url] },
+      health: { ...HEALTH, circuit_breaker: { failure_threshold: 1, cooldown_s: 60 } },
+    });
+    const server = serverOf(router, only.url);
+    // Down: its requests fail (503 counts at once: the first opens its breaker) and so does its /health.
+    only.setFaults({ kind: 'error', status: 503 });
+    only.setHealthy(false);
+    expect((await complete(router)).status).toBe(502);
+    await waitFor(() => server.status === 'unhealthy' && server.circuit?.state === 'open', 10_000, 'ejected with its breaker open');
+    const openUntil = server.circuit!.open_until!;
+    expect((await complete(router)).status).toBe(503);
+    // Restarted: healthy again.
+    only.clearFaults();
+    only.setHealthy(true);
+    await waitFor(() => server.status === 'ready', 10_000, 'the only server back in rotation');
+    expect(Date.now()).toBeLessThan(openUntil);
+    expect(server.circuit).toBeUndefined();
+    expect((await complete(router)).status).toBe(200);
+  });
+
   it('prepares a server put back into preparing at once (an admin resuming a drain), not at the next round', async () => {
     const worker = await fake();
     router = await startRouter({ generation_servers: { urls: [worker.url] }, health: { ...HEALTH, interval_s: 600 } });

@@ -3,7 +3,7 @@ import { AbortHandle, HttpSessionProvider } from '../../src/http-session';
 import { FakeWorker, json } from '../support/fake-worker';
 import { waitFor } from '../support/router-app';
 
-const OPTIONS = { connectionsPerServer: 4, connectTimeoutMs: 1000, keepAliveTimeoutMs: 1000, requestTimeoutMs: 5000 };
+const OPTIONS = { connectionsPerServer: 4, connectTimeoutMs: 1000, keepAliveTimeoutMs: 1000, requestTimeoutMs: 5000, maxControlAnswerBytes: 1024 * 1024 };
 
 describe('AbortHandle as the signal of upstream calls', () => {
   let worker: FakeWorker;

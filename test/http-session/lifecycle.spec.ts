@@ -9,7 +9,7 @@ import { postJson, startRouter } from '../support/router-app';
 
 describe('the HTTP session follows the app container', () => {
   it('is not open before init: every accessor throws the clear error', () => {
-    const session = new HttpSessionProvider({ connectionsPerServer: 4, connectTimeoutMs: 1000, keepAliveTimeoutMs: 1000, requestTimeoutMs: 1000 });
+    const session = new HttpSessionProvider({ connectionsPerServer: 4, connectTimeoutMs: 1000, keepAliveTimeoutMs: 1000, requestTimeoutMs: 1000, maxControlAnswerBytes: 1024 * 1024 });
     expect(session.isOpen).toBe(false);
     expect(() => session.axios).toThrow(HttpSessionClosedError);
     expect(() => session.dispatcher).toThrow('HttpSession is not open');

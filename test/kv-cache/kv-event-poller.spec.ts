@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it } from '@jest/globals';
 import { Global, Module } from '@nestjs/common';
 import { Test, type TestingModule } from '@nestjs/testing';
+import { APP_CONFIG, buildConfig } from '../../src/config';
 import { HttpSessionModule } from '../../src/http-session';
 import {
   KV_EVENT_PUBLISHER,
@@ -33,7 +34,7 @@ interface Room {
 }
 
 /** The KV room in a real Nest container over a real session, with recording seams (provided globally, as router replicas do). */
-async function room(url: string, owns = true): Promise<Room> {
+async function room(url: string, owns = true, maxKvEventsBytes?: number): Promise<Room> {
   const published: Room['published'] = [];
   const errors: string[] = [];
   const metrics: KvMetrics = { kvEventsApplied: () => undefined, kvPollError: (u) => errors.push(u) };
@@ -45,8 +46,9 @@ async function room(url: string, owns = true): Promise<Room> {
       { provide: KV_METRICS, useValue: metrics },
       { provide: KV_POLL_OWNERSHIP, useValue: ownership },
       { provide: KV_EVENT_PUBLISHER, useValue: publisher },
+      ...(maxKvEventsBytes ? [{ provide: APP_CONFIG, useValue: buildConfig({ generation_servers: { urls: [url] }, limits: { max_kv_events_bytes: maxKvEventsBytes } }) }] : []),
     ],
-    exports: [KV_METRICS, KV_POLL_OWNERSHIP, KV_EVENT_PUBLISHER],
+    exports: [KV_METRICS, KV_POLL_OWNERSHIP, KV_EVENT_PUBLISHER, ...(maxKvEventsBytes ? [APP_CONFIG] : [])],
   })
   class RecordingSeams {}
   const app = await Test.createTestingModule({ imports: [HttpSessionModule.register(), RecordingSeams, KvCacheModule] }).compile();
@@ -146,5 +148,64 @@ describe('KvEventPoller', () => {
     await Promise.all(polls);
     expect(poller.isPolling(worker.url)).toBe(false);
     expect(worker.requests('/kv_cache_events')).toHaveLength(2);
+  });
+});
+
+describe('KvEventPoller against hostile drains', () => {
+  const closing: Array<{ close(): Promise<unknown> }> = [];
+  afterEach(async () => {
+    for (const c of closing.splice(0).reverse()) await c.close();
+  });
+
+  it('drops a drain over limits.max_kv_events_bytes unread: the view starts empty (here and for the replicas) and fills again', async () => {
+    const worker = await new FakeWorker(() => undefined).start();
+    closing.push(worker);
+    const r = await room(worker.url, true, 16 * 1024);
+    closing.push(r.app);
+    const poller = r.app.get(KvEventPoller);
+    worker.kvEvents = () => EVENTS;
+    await poller.pollOnce(worker.url, 2000);
+    expect(r.state.kvTable().has(BIG)).toBe(true);
+
+    const many = Array.from({ length: 2_000 }, (_, i) => ({ type: 'stored_block' as const, block_hash: BigInt(1_000 + i), tokens: [] }));
+    worker.kvEvents = () => serializeKvEvents([{ event_id: 3, data: { type: 'stored', parent_hash: null, blocks: many } }]);
+    const outcome = await poller.pollOnce(worker.url, 2000);
+    expect(outcome.ok).toBe(false);
+    expect(outcome.error).toMatch(/larger than 16384 bytes/);
+    expect(r.errors).toEqual([worker.url]);
+    expect(r.state.kvTable().size).toBe(0);
+    // The known capacity stays; the replicas get the same reset.
+    expect(r.state.kvTable().capacity).toBe(8);
+    const reset = r.published.at(-1)!;
+    expect(reset[1]).toEqual([{ event_id: -1, data: { type: 'created' } }]);
+
+    worker.kvEvents = () => serializeKvEvents([{ event_id: 4, data: { type: 'stored', parent_hash: null, blocks: [{ type: 'stored_block', block_hash: 7n, tokens: [] }] } }]);
+    expect(await poller.pollOnce(worker.url, 2000)).toEqual({ ok: true, applied: 1 });
+    expect([...r.state.kvTable().keys()]).toEqual([7n]);
+  });
+
+  it('applies a huge drain in slices, letting the event loop run between them, with the same result as at once', async () => {
+    const worker = await new FakeWorker(() => undefined).start();
+    closing.push(worker);
+    const r = await room(worker.url);
+    closing.push(r.app);
+    const blocks = Array.from({ length: 90_000 }, (_, i) => ({ type: 'stored_block' as const, block_hash: BigInt(i + 1), tokens: [] }));
+    worker.kvEvents = () => serializeKvEvents([
+      { event_id: 1, data: { type: 'created', num_blocks_per_cache_level: [100_000, 0] } },
+      { event_id: 2, data: { type: 'stored', parent_hash: null, blocks } },
+      { event_id: 3, data: { type: 'removed', block_hashes: blocks.slice(0, 30_000).map((b) => b.block_hash) } },
+    ]);
+    let turns = 0;
+    const ticker = setInterval(() => turns++, 0);
+    try {
+      expect(await r.app.get(KvEventPoller).pollOnce(worker.url, 10_000)).toEqual({ ok: true, applied: 3 });
+    } finally {
+      clearInterval(ticker);
+    }
+    expect(turns).toBeGreaterThan(0);
+    expect(r.state.kvTable().size).toBe(60_000);
+    expect(r.state.kvTable().has(30_001n)).toBe(true);
+    expect(r.state.kvTable().has(1n)).toBe(false);
+    expect(r.app.get(KvEventApplier).lastEventId(worker.url)).toBe(3);
   });
 });

@@ -1,11 +1,14 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { readdirSync, readFileSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { join, relative } from 'node:path';
 import { Test, type TestingModule } from '@nestjs/testing';
 import { HttpSessionModule } from '../../src/http-session';
 import { WorkerClient, WorkerClientModule } from '../../src/worker-client';
 import { FakeWorker, json } from '../support/fake-worker';
 import { unusedPort } from '../support/free-port';
+import { waitFor } from '../support/router-app';
 
 describe('WorkerClient against a real worker socket', () => {
   let app: TestingModule;
@@ -52,6 +55,49 @@ describe('WorkerClient against a real worker socket', () => {
     expect(health).toMatchObject({ ok: false, error: 'connection refused' });
     expect(health.status).toBeUndefined();
     await expect(client.drainKvEvents(dead, 2000)).rejects.toThrow();
+  });
+});
+
+describe('WorkerClient against a worker whose control answers never end', () => {
+  let app: TestingModule;
+  let client: WorkerClient;
+  let server: Server;
+  let url: string;
+  let openAnswers = 0;
+
+  beforeAll(async () => {
+    // Every path (/health, /server_info, /kv_cache_events...): 64 KiB chunks for as long as the connection stays open, no length given.
+    server = createServer((_req, res) => {
+      openAnswers++;
+      res.once('close', () => openAnswers--);
+      res.writeHead(200, { 'content-type': 'application/json' });
+      const chunk = Buffer.alloc(64 * 1024, 0x20);
+      const pump = (): void => {
+        while (!res.destroyed && res.write(chunk));
+        if (!res.destroyed) res.once('drain', pump);
+      };
+      pump();
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    app = await Test.createTestingModule({ imports: [HttpSessionModule.register({ maxControlAnswerBytes: 1024 * 1024 }), WorkerClientModule] }).compile();
+    await app.init();
+    client = app.get(WorkerClient);
+  });
+  afterAll(async () => {
+    await app?.close();
+    server?.closeAllConnections();
+    await new Promise((resolve) => server?.close(resolve));
+  });
+
+  it('stops reading at the limit and closes the connection: health fails, control calls and drains throw', async () => {
+    const health = await client.health(url, 10_000);
+    expect(health.ok).toBe(false);
+    expect(health.error).toBe('answer too large');
+    await expect(client.serverInfo(url, 10_000)).rejects.toThrow('maxContentLength size of 1048576 exceeded');
+    await expect(client.perfMetrics(url, 10_000)).rejects.toThrow('maxContentLength size of 1048576 exceeded');
+    await expect(client.drainKvEvents(url, 10_000, 2 * 1024 * 1024)).rejects.toThrow('answer larger than 2097152 bytes');
+    await waitFor(() => openAnswers === 0, 10_000, 'the worker sees every connection closed');
   });
 });
 
