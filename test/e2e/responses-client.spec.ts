@@ -1,19 +1,13 @@
-import { beforeAll, describe, expect, it } from '@jest/globals';
+import { describe, expect, it } from '@jest/globals';
 import OpenAI from 'openai';
 import { postStream } from '../support/sse';
-import { useRouterCluster } from '../support/router-cluster';
+import { useSimulatedOpenAi } from '../support/simulated-openai';
 
 const INPUT = 'Tell me about disaggregated serving.';
 
 describe('the official openai client: responses.create through the router, against simulated workers', () => {
-  const cluster = useRouterCluster({
-    sim: { context: 1, generation: 1, tokenizer: 'bytes' },
-    config: (cluster) => ({ context_servers: { urls: cluster.sim.contextUrls }, generation_servers: { urls: cluster.sim.generationUrls } }),
-  });
-  let client: OpenAI;
-  beforeAll(() => {
-    client = new OpenAI({ baseURL: `${cluster.router.url}/v1`, apiKey: 'unused', maxRetries: 0 });
-  });
+  const sim = useSimulatedOpenAi();
+  const cluster = sim.cluster;
   const stats = (): { ctx: number; gen: number } => ({
     ctx: cluster.sim.contextWorkers[0].stats.requests.byType.context_only,
     gen: cluster.sim.generationWorkers[0].stats.requests.byType.generation_only,
@@ -21,7 +15,7 @@ describe('the official openai client: responses.create through the router, again
 
   it('answers a plain request through both phases, with the prompt accounting of the context phase', async () => {
     const before = stats();
-    const response = await client.responses.create({ model: 'sim-model', instructions: 'Be brief.', input: INPUT, max_output_tokens: 8 });
+    const response = await sim.client.responses.create({ model: 'sim-model', instructions: 'Be brief.', input: INPUT, max_output_tokens: 8 });
     expect(response.object).toBe('response');
     expect(response.output_text.length).toBeGreaterThan(0);
     // Cut at its token budget: incomplete, as TensorRT-LLM maps `length`.
@@ -35,8 +29,8 @@ describe('the official openai client: responses.create through the router, again
   });
 
   it('streams the Responses event sequence, the same text as the plain answer, and no [DONE]', async () => {
-    const plain = await client.responses.create({ model: 'sim-model', input: [{ role: 'user', content: INPUT }], max_output_tokens: 6 });
-    const stream = await client.responses.create({ model: 'sim-model', input: [{ role: 'user', content: INPUT }], max_output_tokens: 6, stream: true });
+    const plain = await sim.client.responses.create({ model: 'sim-model', input: [{ role: 'user', content: INPUT }], max_output_tokens: 6 });
+    const stream = await sim.client.responses.create({ model: 'sim-model', input: [{ role: 'user', content: INPUT }], max_output_tokens: 6, stream: true });
     const types: string[] = [];
     let text = '';
     let final: OpenAI.Responses.Response | undefined;
@@ -55,20 +49,20 @@ describe('the official openai client: responses.create through the router, again
   });
 
   it('works with the client stream helper, which rebuilds the response from the events', async () => {
-    const stream = client.responses.stream({ model: 'sim-model', input: INPUT, max_output_tokens: 5 });
+    const stream = sim.client.responses.stream({ model: 'sim-model', input: INPUT, max_output_tokens: 5 });
     const final = await stream.finalResponse();
     expect(final.output_text.length).toBeGreaterThan(0);
     expect(final.usage?.output_tokens).toBe(5);
   });
 
   it('replays the sequence when the context phase finished the answer (a stop string in the first token)', async () => {
-    const plain = await client.responses.create({ model: 'sim-model', input: INPUT, max_output_tokens: 6 });
+    const plain = await sim.client.responses.create({ model: 'sim-model', input: INPUT, max_output_tokens: 6 });
     // The context phase makes one token, a byte with this tokenizer: stopping at it finishes there.
     const first = plain.output_text[0];
     const before = stats();
     // `stop` is a TensorRT-LLM extension the Responses types do not list.
     const params = { model: 'sim-model', input: INPUT, max_output_tokens: 6, stop: [first], stream: true as const };
-    const stream = await client.responses.create(params as OpenAI.Responses.ResponseCreateParamsStreaming);
+    const stream = await sim.client.responses.create(params as OpenAI.Responses.ResponseCreateParamsStreaming);
     const types: string[] = [];
     let final: OpenAI.Responses.Response | undefined;
     for await (const event of stream) {
@@ -85,7 +79,7 @@ describe('the official openai client: responses.create through the router, again
   });
 
   it('refuses previous_response_id with an API error the client surfaces', async () => {
-    await expect(client.responses.create({ model: 'sim-model', input: 'hi', previous_response_id: 'resp_1' })).rejects.toMatchObject({
+    await expect(sim.client.responses.create({ model: 'sim-model', input: 'hi', previous_response_id: 'resp_1' })).rejects.toMatchObject({
       status: 400,
       error: expect.objectContaining({ param: 'previous_response_id', code: 'unsupported_parameter' }),
     });
