@@ -11,7 +11,7 @@ import { configFromCli } from './cli-config';
 
 /** TensorRT-LLM disaggregated-server keys this router reads but does not implement. */
 const TRTLLM_KEYS_IGNORED = [
-  'return_perf_metrics', 'perf_metrics_output_dir', 'allow_request_chat_template',
+  'allow_request_chat_template',
   'gen_strip_message_history', 'gen_tokids_ctxbytes', 'num_workers', 'disagg_coordinator_url',
 ];
 

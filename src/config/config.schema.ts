@@ -168,6 +168,10 @@ const metricsSchema = z.strictObject({
 const perfMetricsSchema = z.strictObject({
   /** Keep the last N requests' per-phase timings for GET /perf_metrics; 0 = off. */
   max_requests: z.number().int().nonnegative().default(0),
+  /** perf_metrics_output_dir: a JSONL file is closed and a new one started past this size. */
+  output_file_max_mb: z.number().positive().default(64),
+  /** perf_metrics_output_dir: this process's newest files kept; older ones are deleted. */
+  output_max_files: positiveInt.default(4),
 });
 
 const shutdownSchema = z.strictObject({
@@ -220,6 +224,10 @@ export const routerConfigSchema = z.looseObject({
   disagg_cluster: disaggClusterSchema.optional(),
   /** TensorRT-LLM's switch for GET /perf_metrics in its format (worker metrics joined in); 0 = off. */
   perf_metrics_max_requests: z.number().int().nonnegative().default(0),
+  /** TensorRT-LLM's per-response metrics: headers / SSE event for clients sending X-TRTLLM-return-metrics: 1. */
+  return_perf_metrics: z.boolean().default(false),
+  /** TensorRT-LLM's JSONL files of per-request metrics (perf_metrics-disagg-<host>-<pid>-<ts>.jsonl). */
+  perf_metrics_output_dir: z.string().min(1).optional(),
   /** Goes into every disagg_request_id (bits 16-23), as TensorRT-LLM does; default from the host's MAC address. */
   node_id: z.number().int().min(0).max(255).optional(),
   /** context_first: context call, then generation call; generation_first: both sent together. */

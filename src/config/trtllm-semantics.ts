@@ -24,7 +24,8 @@ function isMapping(v: unknown): v is Record<string, unknown> {
 /**
  * Applies TensorRT-LLM's reading of the file before validation: inherited top-level keys are
  * copied into each pool section present, a key given at both levels with different values
- * refuses to start (naming both), and `health_check_timeout` of the metadata server times the
+ * refuses to start (naming both), `return_perf_metrics` (or `perf_metrics_output_dir`) puts
+ * `return_perf_metrics: true` into both pools, and `health_check_timeout` of the metadata server times the
  * workers' health checks unless `health.timeout_s` is set.
  */
 export function applyTrtllmSemantics(raw: Record<string, unknown>, source: string): Record<string, unknown> {
@@ -42,6 +43,11 @@ export function applyTrtllmSemantics(raw: Record<string, unknown>, source: strin
         );
       }
     }
+  }
+  // As TensorRT-LLM: the workers must return their metrics when the router exposes or writes them,
+  // so the switch overrides a pool's own false rather than conflicting with it.
+  if (raw.return_perf_metrics === true || (raw.perf_metrics_output_dir !== undefined && raw.perf_metrics_output_dir !== null)) {
+    for (const pool of POOLS) if (isMapping(out[pool])) (out[pool] as Record<string, unknown>).return_perf_metrics = true;
   }
   const meta = raw.metadata_server_config;
   const health = isMapping(raw.health) ? raw.health : undefined;

@@ -9,8 +9,8 @@ export interface ClientChannel {
   /** The request id (x-request-id), forwarded upstream. */
   readonly requestId: string;
   readonly headersSent: boolean;
-  /** A whole JSON answer. */
-  sendJson(status: number, body: string): void;
+  /** A whole JSON answer, with extra headers when given. */
+  sendJson(status: number, body: string, headers?: Readonly<Record<string, string>>): void;
   /**
    * Starts a 200 SSE answer. `moreNow` says the first chunk is already at hand: its write
    * then carries the head, which otherwise goes out at once so the client sees it started.
@@ -38,7 +38,7 @@ export function channelWithOwnAbort(channel: ClientChannel): { channel: ClientCh
     get headersSent() {
       return channel.headersSent;
     },
-    sendJson: (status, text) => channel.sendJson(status, text),
+    sendJson: (status, text, headers) => channel.sendJson(status, text, headers),
     startStream: (moreNow) => channel.startStream(moreNow),
     write: (chunk) => channel.write(chunk),
     end: () => channel.end(),

@@ -1,6 +1,7 @@
 import { Inject, Injectable, Optional } from '@nestjs/common';
 import { APP_CONFIG, type AppConfig } from '../config';
 import { RequestTracing } from '../observability/tracing';
+import { RETURN_METRICS_HEADER, ResponsePerfMetrics } from '../observability';
 import { HttpApiError } from '../common';
 import { NoServerAvailableError, type RequestKind, type RoutingRequest } from '../routing';
 import { ServerRegistry } from '../servers';
@@ -45,6 +46,7 @@ export class DisaggService {
     private readonly dispatch: UpstreamDispatch,
     private readonly relay: StreamRelay,
     @Optional() private readonly tracing?: RequestTracing,
+    @Optional() private readonly perf?: ResponsePerfMetrics,
   ) {
     this.nodeId = config.node_id ?? defaultNodeId();
   }
@@ -65,6 +67,12 @@ export class DisaggService {
       requestMs: this.config.timeouts.request_s * 1000,
       trace: this.tracing?.startRequest(kind, channel.requestId),
     });
+    const perf = this.perf?.begin(headers, channel.requestId, disaggId);
+    if (perf) {
+      // The workers are asked for their metrics with the client's own header.
+      flow.perf = perf;
+      flow.headers[RETURN_METRICS_HEADER] = '1';
+    }
     let status = 200;
     try {
       status = await this.run(flow, body, disaggId);
@@ -149,6 +157,7 @@ export class DisaggService {
     flow.done.contextServer = route.server.url;
     const answer = await this.dispatch.readAnswer(flow, 'context', call);
     flow.timings.contextEnd = performance.now() - flow.started;
+    flow.perf?.fromHeaders('ctx', route.server.url, res.headers);
     if (res.statusCode !== 200) {
       this.dispatch.finish(flow, router, true);
       return { refused: true, status: res.statusCode, text: workerErrorBody('context', res.statusCode, answer) };
@@ -191,6 +200,7 @@ export class DisaggService {
         throw new HttpApiError(502, `context server ${ctxServer.url} sent an answer larger than the limit of ${limit} bytes`, { code: 'answer_too_large' });
       });
       flow.timings.contextEnd = performance.now() - flow.started;
+      flow.perf?.fromHeaders('ctx', ctxServer.url, res.headers);
       this.dispatch.finish(flow, ctx.router, res.statusCode === 200);
       if (res.statusCode !== 200) failure = { status: res.statusCode, text };
     } catch (err) {

@@ -1,5 +1,6 @@
 import type { ServerRole } from '../config';
 import type { RequestTrace } from '../observability/tracing';
+import type { ResponsePerfCapture } from '../observability';
 import { HttpApiError, REQUEST_ID_HEADER } from '../common';
 import type { RequestKind, RouteResult, Router, RoutingRequest } from '../routing';
 import type { ClientChannel } from './client-channel';
@@ -39,6 +40,8 @@ export interface Flow {
   upstreamUrl: string | undefined;
   /** Spans of this request; undefined while tracing is off. */
   trace: RequestTrace | undefined;
+  /** TensorRT-LLM's per-response metrics of this request; undefined unless asked for or written. */
+  perf: ResponsePerfCapture | undefined;
 }
 
 /** What the routers read of a request whose own kind they do not (see DisaggService.handle). */
@@ -70,7 +73,7 @@ export function newFlow(start: FlowStart): Flow {
     timings,
     done: {
       requestId: channel.requestId, kind, stream: start.body.stream === true, status: 0, mode: 'disagg', retries: 0,
-      contextServer: undefined, generationServer: undefined, errorKind: undefined, ctxRequestId: undefined, timings, startedAt: 0,
+      contextServer: undefined, generationServer: undefined, errorKind: undefined, ctxRequestId: undefined, streamChunks: 0, timings, startedAt: 0,
     },
     headers: { 'content-type': 'application/json', [REQUEST_ID_HEADER]: channel.requestId },
     streamHeaders: undefined,
@@ -79,6 +82,7 @@ export function newFlow(start: FlowStart): Flow {
     upstreamRole: undefined,
     upstreamUrl: undefined,
     trace: start.trace,
+    perf: undefined,
   };
 }
 

@@ -42,7 +42,9 @@ export class StreamRelay {
       }
       if (ctxUsage && protocolOf(flow.kind).rewriteUsage(json, ctxUsage)) text = JSON.stringify(json);
       this.dispatch.finish(flow, router, true);
-      flow.channel.sendJson(200, text);
+      const perf = flow.perf;
+      if (perf) perf.fromHeaders('gen', route.server.url, res.headers);
+      flow.channel.sendJson(200, text, perf?.finishHeaders(flow.started, flow.timings));
       return 200;
     }
     const contentType = String(res.headers['content-type'] ?? '');
@@ -70,16 +72,25 @@ export class StreamRelay {
     const { res, router, route } = call;
     const channel = flow.channel;
     const rewriter = new SseUsageRewriter(ctxUsage, protocolOf(flow.kind));
+    const done = flow.done;
+    // The worker's own metrics event is never relayed (docs/protocol.md "Per-response metrics").
+    const stripper = flow.perf?.streamStripper();
     // The upstream's first event usually came with its head: it is buffered already.
     channel.startStream(res.body.readableLength > 0);
     try {
       for await (const chunk of res.body) {
-        const out = rewriter.push(chunk as Buffer);
+        done.streamChunks++;
+        const out = rewriter.push(stripper ? stripper.push(chunk as Buffer) : (chunk as Buffer));
         if (out.length) {
           if (flow.deadline.waitingForFirstEvent) flow.deadline.firstEvent();
           const drained = channel.write(out);
           if (drained) await drained;
         }
+      }
+      const held = stripper?.end();
+      if (held?.length) {
+        const out = rewriter.push(held);
+        if (out.length) await channel.write(out);
       }
       const rest = rewriter.flush();
       if (rest) await channel.write(rest);
@@ -103,6 +114,12 @@ export class StreamRelay {
       return 502;
     }
     this.dispatch.finish(flow, router, true);
+    const perf = flow.perf;
+    if (perf) {
+      perf.fromStreamEvent(route.server.url);
+      const event = perf.finishEvent(flow.started, flow.timings);
+      if (event) await channel.write(event);
+    }
     channel.end();
     return 200;
   }

@@ -4,3 +4,6 @@ export * from './logging/pino-logger.service';
 export * from './metrics/metrics.service';
 export * from './observability.module';
 export * from './perf/perf-metrics.store';
+export * from './perf/response-perf-metrics.service';
+export * from './perf/response-perf-capture';
+export * from './perf/trtllm-metrics-headers';

@@ -8,15 +8,19 @@ import { RequestContextHooks } from './context/request-context.hooks';
 import { PayloadLogHooks } from './logging/payload-log.hooks';
 import { MetricsController } from './metrics/metrics.controller';
 import { MetricsService } from './metrics/metrics.service';
+import { TrtllmMetrics } from './metrics/trtllm-metrics.service';
 import { RequestMetricsListener } from './metrics/request-metrics.listener';
 import { PerfMetricsController, TrtllmPerfMetricsController } from './perf/perf-metrics.controller';
+import { PerfMetricsJsonl } from './perf/perf-metrics-jsonl.service';
 import { PerfMetricsStore } from './perf/perf-metrics.store';
+import { ResponsePerfMetrics } from './perf/response-perf-metrics.service';
 import { TrtllmPerfMetrics } from './perf/trtllm-perf-metrics.service';
 import { RequestTracing } from './tracing/request-tracing.service';
 
 /**
- * Metrics, request context (request ids in answers and log lines), payload logging when
- * asked for, and perf history. Global, so any module can inject MetricsService
+ * Metrics (this router's on /metrics, TensorRT-LLM's names added on /prometheus/metrics),
+ * request context (request ids in answers and log lines), payload logging when asked for,
+ * perf history and TensorRT-LLM's per-response metrics (headers, SSE event, JSONL files). Global, so any module can inject MetricsService
  * to report what only it sees (admission, KV events, discovery). The endpoints exist only
  * when enabled: `metrics.enabled` (default on), `perf_metrics.max_requests` > 0 (this router's format) or `perf_metrics_max_requests` > 0
  * (TensorRT-LLM's).
@@ -34,11 +38,12 @@ export class ObservabilityModule {
       imports: [ServersModule, WorkerClientModule],
       controllers,
       providers: [
-        InFlightRequests, MetricsService, RequestMetricsListener, RequestContextHooks, PayloadLogHooks, PerfMetricsStore, TrtllmPerfMetrics, RequestTracing,
+        InFlightRequests, MetricsService, TrtllmMetrics, RequestMetricsListener, RequestContextHooks, PayloadLogHooks, PerfMetricsStore, TrtllmPerfMetrics, RequestTracing,
+        PerfMetricsJsonl, ResponsePerfMetrics,
         // The KV room reports applied events and failed polls through the metrics service.
         { provide: KV_METRICS, useExisting: MetricsService },
       ],
-      exports: [MetricsService, PerfMetricsStore, RequestTracing, KV_METRICS],
+      exports: [MetricsService, PerfMetricsStore, RequestTracing, ResponsePerfMetrics, PerfMetricsJsonl, KV_METRICS],
     };
   }
 }

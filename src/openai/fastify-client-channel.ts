@@ -71,9 +71,10 @@ export class FastifyClientChannel implements ClientChannel {
   }
 
   // Head objects written whole: with no header set before, Node takes its fast path.
-  sendJson(status: number, body: string): void {
+  sendJson(status: number, body: string, headers?: Readonly<Record<string, string>>): void {
     if (this.res.destroyed) return;
-    this.res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), [REQUEST_ID_HEADER]: this.requestId });
+    const head = { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), [REQUEST_ID_HEADER]: this.requestId };
+    this.res.writeHead(status, headers ? { ...head, ...headers } : head);
     this.res.end(body);
   }
 

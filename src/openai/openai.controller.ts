@@ -5,7 +5,8 @@ import { ClientTraffic } from '../admission/client-traffic.decorator';
 import { DisaggService } from '../disagg/disagg.service';
 import type { RequestKind } from '../routing';
 import { requireJsonContentType, validateOpenAiRequest } from './request-validation';
-import { serveOnChannel } from './serve-on-channel';
+import { checkedRequest, serveOnChannel } from './serve-on-channel';
+import { RequestEvents } from '../request-events';
 
 /** The OpenAI-compatible front door: completions and chat, streamed or not. */
 @Controller('v1')
@@ -19,6 +20,7 @@ export class OpenAiController {
    */
   constructor(
     private readonly disagg: DisaggService,
+    private readonly events: RequestEvents,
     @Optional() private readonly traffic?: ClientTrafficGate,
   ) {}
 
@@ -38,8 +40,10 @@ export class OpenAiController {
   }
 
   private async serveAdmitted(kind: RequestKind, req: FastifyRequest, reply: FastifyReply): Promise<void> {
-    requireJsonContentType(req.headers['content-type']);
-    const body = validateOpenAiRequest(kind, req.body);
+    const body = checkedRequest(this.events, req, () => {
+      requireJsonContentType(req.headers['content-type']);
+      return validateOpenAiRequest(kind, req.body);
+    });
     await serveOnChannel(req, reply, this.logger, this.traffic?.stopSignal, (channel) => this.disagg.handle(kind, body, channel, req.headers));
   }
 }

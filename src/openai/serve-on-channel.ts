@@ -2,7 +2,18 @@ import type { Logger } from '@nestjs/common';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { ClientGoneError, HttpApiError } from '../common';
 import { writeOpenAiError } from '../common/errors/error-response';
+import type { RequestEvents } from '../request-events';
 import { FastifyClientChannel } from './fastify-client-channel';
+
+/** A front door's own checks of a request; a refusal is reported as a `refused` request event. */
+export function checkedRequest<T>(events: RequestEvents, req: FastifyRequest, check: () => T): T {
+  try {
+    return check();
+  } catch (err) {
+    if (err instanceof HttpApiError) events.emit('refused', { requestId: req.id, status: err.getStatus() });
+    throw err;
+  }
+}
 
 /**
  * Runs a validated request's flow on its hijacked reply: a client that left is logged and its

@@ -44,12 +44,21 @@ export interface RequestDoneEvent {
   errorKind?: string;
   /** The context worker's ctx_request_id, which joins the workers' own /perf_metrics. */
   ctxRequestId?: number;
+  /** Chunks read from a streamed generation answer (0 for a non-streamed one). */
+  streamChunks: number;
   timings: RequestTimings;
   startedAt: number;
 }
 
+/** A request the front door refused before the flow (its body or content type did not validate). */
+export interface RequestRefusedEvent {
+  requestId: string;
+  status: number;
+}
+
 interface RequestEventMap {
   upstreamFailure: [UpstreamFailureEvent];
+  refused: [RequestRefusedEvent];
   routed: [RoutedEvent];
   requestDone: [RequestDoneEvent];
   retry: [{ role: ServerRole; requestId: string }];

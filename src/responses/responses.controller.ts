@@ -4,7 +4,8 @@ import { ClientTrafficGate } from '../admission/client-traffic-gate';
 import { ClientTraffic } from '../admission/client-traffic.decorator';
 import { DisaggService } from '../disagg/disagg.service';
 import { requireJsonContentType } from '../openai/request-validation';
-import { serveOnChannel } from '../openai/serve-on-channel';
+import { checkedRequest, serveOnChannel } from '../openai/serve-on-channel';
+import { RequestEvents } from '../request-events';
 import { responsesAsChat } from '../tokenizer';
 import { validateResponsesRequest } from './responses-validation';
 import { StoreWarning } from './store-warning';
@@ -22,6 +23,7 @@ export class ResponsesController {
 
   constructor(
     private readonly disagg: DisaggService,
+    private readonly events: RequestEvents,
     @Optional() private readonly traffic?: ClientTrafficGate,
   ) {}
 
@@ -32,8 +34,10 @@ export class ResponsesController {
   }
 
   private async serveAdmitted(req: FastifyRequest, reply: FastifyReply): Promise<void> {
-    requireJsonContentType(req.headers['content-type']);
-    const body = validateResponsesRequest(req.body);
+    const body = checkedRequest(this.events, req, () => {
+      requireJsonContentType(req.headers['content-type']);
+      return validateResponsesRequest(req.body);
+    });
     if (body.store === true) this.storeWarning.note(req.id);
     const routingView = { kind: 'chat' as const, body: responsesAsChat(body) };
     await serveOnChannel(req, reply, this.logger, this.traffic?.stopSignal, (channel) => this.disagg.handle('responses', body, channel, req.headers, routingView));

@@ -22,8 +22,9 @@ export function readBody(req: http.IncomingMessage, limit: number, res: http.Ser
   });
 }
 
-export function sendJson(res: http.ServerResponse, status: number, body: string): void {
-  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });
+export function sendJson(res: http.ServerResponse, status: number, body: string, headers?: Readonly<Record<string, string>>): void {
+  const head = { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) };
+  res.writeHead(status, headers ? { ...head, ...headers } : head);
   res.end(body);
 }
 

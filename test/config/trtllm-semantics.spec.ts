@@ -32,6 +32,19 @@ describe("config read as TensorRT-LLM's extract_disagg_cfg reads it", () => {
     expect(config.generation_servers).not.toHaveProperty('hostname');
   });
 
+  it('return_perf_metrics or perf_metrics_output_dir puts return_perf_metrics: true into both pools, over their own false', () => {
+    for (const top of [{ return_perf_metrics: true }, { perf_metrics_output_dir: '/tmp/perf' }]) {
+      const config = buildConfig({ ...top, context_servers: { urls: ['127.0.0.1:2'], return_perf_metrics: false }, generation_servers: gen });
+      expect(config.context_servers).toMatchObject({ return_perf_metrics: true });
+      expect(config.generation_servers).toMatchObject({ return_perf_metrics: true });
+    }
+    const off = buildConfig({ return_perf_metrics: false, generation_servers: gen });
+    expect(off.generation_servers).not.toHaveProperty('return_perf_metrics');
+    // A pool that is not configured is not created by it.
+    expect(buildConfig({ return_perf_metrics: true, generation_servers: gen }).context_servers).toBeUndefined();
+    expect(() => buildConfig({ return_perf_metrics: 'yes', generation_servers: gen } as never)).toThrow(ConfigError);
+  });
+
   it('refuses a key given at the top level and in a pool with different values, naming both', () => {
     expect(() => buildConfig({ max_batch_size: 8, generation_servers: { ...gen, max_batch_size: 16 } })).toThrow(
       /max_batch_size and generation_servers\.max_batch_size: given at the top level \(8\) and in generation_servers \(16\)/,

@@ -8,7 +8,17 @@ import { postJson, waitFor } from '../support/router-app';
 import { useRouterCluster } from '../support/router-cluster';
 import { scrape } from '../observability/prom-text';
 
-const DASHBOARD = join(process.cwd(), 'deploy/grafana/disagg-router.json');
+/** Each dashboard, the path whose families it reads, and how its metric names look. */
+const DASHBOARDS = [
+  { file: 'deploy/grafana/disagg-router.json', path: '/metrics', names: /^(disagg_router_|process_|nodejs_)/, minMetrics: 15 },
+  {
+    file: 'deploy/grafana/trtllm-disagg.json',
+    path: '/prometheus/metrics',
+    names: /^((ctx|gen)_(total|error|retry|completed)_requests_total|(ctx|gen)_(first_token|complete|per_token)_latency_seconds_bucket|(total|stream|nonstream)_requests_total|(validation_exceptions|http_exceptions|internal_errors|total_responses)_total|queue_latency_seconds_bucket)$/,
+    minMetrics: 16,
+  },
+] as const;
+type Dashboard = (typeof DASHBOARDS)[number];
 
 interface Panel {
   type: string;
@@ -17,28 +27,28 @@ interface Panel {
 }
 
 /** Every metric name a PromQL expression reads (PromQL functions and keywords are not metrics). */
-function metricNamesIn(expr: string): string[] {
+function metricNamesIn(expr: string, d: Dashboard): string[] {
   const withoutLabels = expr.replace(/\{[^}]*\}/g, '').replace(/\[[^\]]*\]/g, '').replace(/"[^"]*"/g, '');
   const names = withoutLabels.match(/[a-zA-Z_:][a-zA-Z0-9_:]*/g) ?? [];
-  return names.filter((n) => /^(disagg_router_|process_|nodejs_)/.test(n));
+  return names.filter((n) => d.names.test(n));
 }
 
-function dashboardMetrics(): Map<string, string[]> {
-  const dashboard = JSON.parse(readFileSync(DASHBOARD, 'utf8')) as { panels: Panel[]; templating: { list: { definition?: string }[] } };
+function dashboardMetrics(d: Dashboard): Map<string, string[]> {
+  const dashboard = JSON.parse(readFileSync(join(process.cwd(), d.file), 'utf8')) as { panels: Panel[]; templating: { list: { definition?: string }[] } };
   const byMetric = new Map<string, string[]>();
   const add = (name: string, where: string): void => {
     byMetric.set(name, [...(byMetric.get(name) ?? []), where]);
   };
   for (const panel of dashboard.panels) {
-    for (const target of panel.targets ?? []) for (const name of metricNamesIn(target.expr)) add(name, panel.title);
+    for (const target of panel.targets ?? []) for (const name of metricNamesIn(target.expr, d)) add(name, panel.title);
   }
   for (const variable of dashboard.templating.list) {
-    if (variable.definition) for (const name of metricNamesIn(variable.definition)) add(name, 'variable');
+    if (variable.definition) for (const name of metricNamesIn(variable.definition, d)) add(name, 'variable');
   }
   return byMetric;
 }
 
-describe('Grafana dashboard deploy/grafana/disagg-router.json', () => {
+describe('Grafana dashboards deploy/grafana/*.json', () => {
   const cluster = useRouterCluster({
     sim: { context: 1, generation: 2, latency: 'zero' },
     // A context server that answers 500: its requests are retried on the simulated one.
@@ -76,17 +86,17 @@ describe('Grafana dashboard deploy/grafana/disagg-router.json', () => {
     expect((await queued).status).toBe(200);
   }
 
-  it('queries panels that all have a metric', () => {
-    const metrics = dashboardMetrics();
-    expect(metrics.size).toBeGreaterThanOrEqual(15);
-    const dashboard = JSON.parse(readFileSync(DASHBOARD, 'utf8')) as { panels: Panel[] };
+  it.each(DASHBOARDS.map((d) => [d.file, d] as const))('%s queries panels that all have a metric', (_file, d) => {
+    const metrics = dashboardMetrics(d);
+    expect(metrics.size).toBeGreaterThanOrEqual(d.minMetrics);
+    const dashboard = JSON.parse(readFileSync(join(process.cwd(), d.file), 'utf8')) as { panels: Panel[] };
     for (const panel of dashboard.panels.filter((p) => p.type !== 'row')) {
-      const names = (panel.targets ?? []).flatMap((t) => metricNamesIn(t.expr));
+      const names = (panel.targets ?? []).flatMap((t) => metricNamesIn(t.expr, d));
       expect({ panel: panel.title, queries: names.length > 0 }).toEqual({ panel: panel.title, queries: true });
     }
   });
 
-  it('reads only metrics that /metrics exposes after traffic', async () => {
+  it('reads only metrics that its path exposes after traffic', async () => {
     const prompt = 'The router keeps the prefix of this prompt on one generation server, ';
     for (let i = 0; i < 6; i++) {
       const r = await postJson(`${cluster.router.url}/v1/completions`, { model: 'sim-model', prompt: prompt + i, max_tokens: 4 });
@@ -104,11 +114,13 @@ describe('Grafana dashboard deploy/grafana/disagg-router.json', () => {
 
     await overload();
 
-    const families = await scrape(cluster.router.url);
-    const sampleNames = new Set([...families.values()].flatMap((f) => f.samples.map((s) => s.name)));
     const missing: string[] = [];
-    for (const [name, panels] of dashboardMetrics()) {
-      if (!sampleNames.has(name)) missing.push(`${name} (${panels.join(', ')})`);
+    for (const d of DASHBOARDS) {
+      const families = await scrape(cluster.router.url, d.path);
+      const sampleNames = new Set([...families.values()].flatMap((f) => f.samples.map((s) => s.name)));
+      for (const [name, panels] of dashboardMetrics(d)) {
+        if (!sampleNames.has(name)) missing.push(`${d.file}: ${name} (${panels.join(', ')})`);
+      }
     }
     expect(missing).toEqual([]);
   });

@@ -66,6 +66,16 @@ describe('the Responses handoff between the context and generation workers (scri
     expect(delta(`${NS}http_requests_total`, { method: 'POST', route: PATH, status: '200' })).toBe(2);
   });
 
+  it("counts in TensorRT-LLM's request counters, a refused body as a validation exception", async () => {
+    const trtllm = (m: Awaited<ReturnType<typeof scrape>>, name: string): number => sampleValue(m, `${name}_total`);
+    const before = await scrape(cluster.url, '/prometheus/metrics');
+    expect((await postJson(`${cluster.url}${PATH}`, { model: 'm', input: 'Hi' })).status).toBe(200);
+    expect((await postJson(`${cluster.url}${PATH}`, { model: 'm', input: [] })).status).toBe(400);
+    const after = await scrape(cluster.url, '/prometheus/metrics');
+    const delta = (name: string): number => trtllm(after, name) - trtllm(before, name);
+    expect({ total: delta('total_requests'), nonstream: delta('nonstream_requests'), refused: delta('validation_exceptions') }).toEqual({ total: 1, nonstream: 1, refused: 1 });
+  });
+
   it('relays prompt_token_ids_b64 as it came', async () => {
     cluster.ctx.handler = responsesContext({ b64: 'AQAAAAIAAAA=' });
     const res = await postJson(`${cluster.url}${PATH}`, { model: 'm', input: 'Hi' });

@@ -62,14 +62,19 @@ export class HistogramCell {
   }
 
   observe(value: number): void {
-    if (!Number.isFinite(value)) return;
+    this.observeMany(value, 1);
+  }
+
+  /** `times` observations of the same value (a mean standing for several gaps, for instance). */
+  observeMany(value: number, times: number): void {
+    if (!Number.isFinite(value) || !(times > 0)) return;
     const bounds = this.bounds;
     let i = 0;
     // The first bound >= value, as prom-client's findBound; bucket lists are short.
     while (i < bounds.length && value > bounds[i]) i++;
-    if (i < bounds.length) this.counts[i]++;
-    this.sum += value;
-    this.count++;
+    if (i < bounds.length) this.counts[i] += times;
+    this.sum += value * times;
+    this.count += times;
   }
 }
 
@@ -133,15 +138,17 @@ export class AccumulatingCounter extends AccumulatingMetric<CounterCell> {
 export class AccumulatingHistogram extends AccumulatingMetric<HistogramCell> {
   readonly type = 'histogram' as const;
   readonly upperBounds: readonly number[];
-  private readonly leLabels: ReadonlyArray<{ le: number | '+Inf' }>;
+  private readonly leLabels: ReadonlyArray<{ le: number | string }>;
 
-  constructor(options: MetricOptions & { buckets: readonly number[] }) {
+  /** `leLabel` writes a bound as the `le` label (default: the number as JavaScript prints it). */
+  constructor(options: MetricOptions & { buckets: readonly number[]; leLabel?: (bound: number) => string }) {
     const bounds = Object.freeze([...options.buckets]);
     if (options.labelNames?.includes('le')) throw new Error('le is a reserved label keyword');
     for (let i = 1; i < bounds.length; i++) if (!(bounds[i] > bounds[i - 1])) throw new Error(`${options.name}: buckets must increase`);
     super(options, (labels) => new HistogramCell(labels, bounds));
     this.upperBounds = bounds;
-    this.leLabels = [...bounds.map((le) => ({ le })), { le: '+Inf' as const }];
+    const label = options.leLabel;
+    this.leLabels = [...bounds.map((le) => ({ le: label ? label(le) : le })), { le: '+Inf' }];
     this.reset();
   }
 

@@ -4,6 +4,7 @@ import { ServerRegistry, type ServerEvent, type ServerState } from '../../server
 import { WorkerClient } from '../../worker-client';
 import { InFlightRequests } from '../context/in-flight-requests';
 import { phaseDurations } from '../metrics/request-timings';
+import { hostPort } from './response-perf-capture';
 import { alignSteadyClock, steadyNowSeconds } from './steady-clock';
 import { RequestEvents, type RequestDoneEvent } from '../../request-events';
 
@@ -57,9 +58,14 @@ export class TrtllmPerfMetrics implements OnModuleInit, OnModuleDestroy {
     return this.capacity > 0;
   }
 
+  /** The workers' clocks are aligned whenever their times reach a client or a file. */
+  private get aligns(): boolean {
+    return this.enabled || this.config.return_perf_metrics || this.config.perf_metrics_output_dir !== undefined;
+  }
+
   onModuleInit(): void {
-    if (!this.enabled) return;
-    this.events.on('requestDone', this.onDone);
+    if (!this.aligns) return;
+    if (this.enabled) this.events.on('requestDone', this.onDone);
     this.unsubscribe = this.registry.onEvent((event) => this.onServer(event));
     for (const server of this.registry.list()) if (server.status === 'ready') void this.align(server);
   }
@@ -145,9 +151,4 @@ export class TrtllmPerfMetrics implements OnModuleInit, OnModuleDestroy {
     if (result.ok) this.logger.log(`${server.url}: steady clock offset ${result.offset.toFixed(6)} s (delay ${result.delay.toFixed(6)} s)`);
     else this.logger.warn(`${server.url}: cannot align its steady clock (${result.reason}); its perf metrics times may be off`);
   }
-}
-
-/** Servers are named as TensorRT-LLM's configs name them: host:port. */
-function hostPort(url: string): string {
-  return url.replace(/^https?:\/\//, '').replace(/\/+$/, '');
 }
