@@ -1,6 +1,7 @@
 import { DynamicModule, Module, type ModuleMetadata } from '@nestjs/common';
 import { AdminModule } from './admin/admin.module';
 import { AdmissionModule } from './admission/admission.module';
+import { AnthropicModule } from './anthropic';
 import { ClusterApiModule } from './cluster-api';
 import { AppConfigModule, type AppConfig } from './config';
 import { DisaggModule } from './disagg/disagg.module';
@@ -42,6 +43,7 @@ export class AppModule {
         DisaggModule,
         OpenAiModule,
         ResponsesModule,
+        AnthropicModule,
         ClusterApiModule,
         HealthModule,
         ServerDiscoveryModule,

@@ -8,7 +8,8 @@ import { TokenBucket } from './token-bucket';
 import { HttpApiError } from '../common';
 
 /**
- * Per-API-key rate limit (limits.api_keys): the client's bearer token picks a token bucket.
+ * Per-API-key rate limit (limits.api_keys): the client's bearer token (or, from Anthropic's
+ * clients, its `x-api-key`) picks a token bucket.
  * Without keys configured the guard returns at its first line.
  */
 @Injectable()
@@ -31,11 +32,11 @@ export class ApiKeyRateLimitGuard implements CanActivate {
     if (this.buckets.size === 0) return true;
     if (!isClientTraffic(this.reflector, context)) return true;
     const req = context.switchToHttp().getRequest<FastifyRequest>();
-    const key = bearerToken(req.headers.authorization);
+    const key = bearerToken(req.headers.authorization) ?? apiKeyHeader(req.headers['x-api-key']);
     const bucket = key === undefined ? undefined : this.buckets.get(key);
     if (!bucket) {
       if (!this.rejectUnknown) return true;
-      throw new HttpApiError(401, key === undefined ? 'an API key is required (Authorization: Bearer <key>)' : 'invalid API key', {
+      throw new HttpApiError(401, key === undefined ? 'an API key is required (Authorization: Bearer <key> or x-api-key)' : 'invalid API key', {
         code: 'invalid_api_key',
       });
     }
@@ -47,6 +48,12 @@ export class ApiKeyRateLimitGuard implements CanActivate {
       headers: { 'retry-after': String(Math.max(1, Math.ceil(wait))) },
     });
   }
+}
+
+/** Anthropic's clients send their key as `x-api-key`. */
+function apiKeyHeader(header: string | string[] | undefined): string | undefined {
+  const key = Array.isArray(header) ? header[0] : header;
+  return key?.trim() || undefined;
 }
 
 function bearerToken(header: string | undefined): string | undefined {

@@ -1,18 +1,15 @@
 import { Controller, Get, Res } from '@nestjs/common';
 import type { FastifyReply } from 'fastify';
-import { HttpSessionProvider } from '../http-session';
-import { ClusterStatus, ServerRegistry } from '../servers';
+import { AnswerTooLargeError, classifyTransportError, clientSafeCode, HttpSessionProvider, readBoundedBody } from '../http-session';
+import { ClusterStatus, SideRequestPicker } from '../servers';
 import { packageVersion } from '../version';
-import { HttpApiError } from '../common';
 
 /** Router-level endpoints of trtllm-serve disaggregated: health, cluster info, models. */
 @Controller()
 export class ClusterController {
-  private nextModelsServer = 0;
-
   constructor(
     private readonly status: ClusterStatus,
-    private readonly servers: ServerRegistry,
+    private readonly sideWorkers: SideRequestPicker,
     private readonly session: HttpSessionProvider,
   ) {}
 
@@ -36,19 +33,32 @@ export class ClusterController {
     return this.status.clusterInfo();
   }
 
-  /** The model list of a ready generation server, passed through. */
+  /**
+   * The model list of a worker, passed through: a ready context server when the cluster has a
+   * context pool, else a generation server (round robin, shared with the other side requests),
+   * as trtllm-serve disaggregated asks. Its errors use that route's `{"object": "error"}` shape.
+   */
   @Get('v1/models')
   async models(@Res() reply: FastifyReply): Promise<void> {
-    const ready = this.servers.ready('generation');
-    if (ready.length === 0) throw new HttpApiError(503, 'no generation server available', { code: 'no_server_available' });
-    const server = ready[this.nextModelsServer++ % ready.length];
-    let res;
+    const role = this.sideWorkers.role();
+    const server = this.sideWorkers.pick(role);
+    if (!server) return objectError(reply, 503, `no ${role} server is ready to list the models`);
+    let status: number;
+    let text: Buffer;
     try {
-      res = await this.session.request({ origin: server.origin, path: '/v1/models', headersTimeoutMs: 10_000, bodyTimeoutMs: 10_000 });
+      const res = await this.session.request({ origin: server.origin, path: '/v1/models', headersTimeoutMs: 10_000, bodyTimeoutMs: 10_000 });
+      status = res.statusCode;
+      text = await readBoundedBody(res.body, res.headers['content-length'], this.session.options.maxControlAnswerBytes);
     } catch (err) {
-      throw new HttpApiError(502, `generation server ${server.url} failed: ${(err as Error).message}`, { code: 'upstream_error' });
+      const why = err instanceof AnswerTooLargeError ? err.message : clientSafeCode(err, classifyTransportError(err));
+      return objectError(reply, 502, `${role} server ${server.url} failed: ${why}`);
     }
-    const text = await res.body.text();
-    void reply.code(res.statusCode).header('content-type', 'application/json').send(text);
+    void reply.code(status).header('content-type', 'application/json').send(text);
   }
+}
+
+/** The error shape of trtllm-serve disaggregated's /v1/models. */
+function objectError(reply: FastifyReply, status: number, message: string): void {
+  const body = { object: 'error', message, type: status < 500 ? 'invalid_request_error' : 'api_error', code: status };
+  void reply.code(status).header('content-type', 'application/json').send(JSON.stringify(body));
 }

@@ -10,6 +10,10 @@ import { z } from 'zod';
 const positiveInt = z.number().int().positive();
 const nonNegative = z.number().nonnegative();
 
+/** `http_session.body_encoding`: see README "Worker body encoding". */
+export const BODY_ENCODING_SETTINGS = ['auto', 'json', 'msgpack'] as const;
+export type BodyEncodingSetting = (typeof BODY_ENCODING_SETTINGS)[number];
+
 /** `type` picks a routing policy by name; every other key is an argument for that policy. */
 export const routerBlockSchema = z.looseObject({
   type: z.string().min(1).default('round_robin'),
@@ -69,6 +73,12 @@ const httpSessionSchema = z.strictObject({
   connections_per_server: positiveInt.default(128),
   connect_timeout_ms: positiveInt.default(5_000),
   keep_alive_timeout_ms: positiveInt.default(30_000),
+  /**
+   * How inference bodies go to the workers (README "Worker body encoding"): `json` (every
+   * TensorRT-LLM version), `msgpack` (X-TRTLLM-Msgpack, the newest workers), or `auto`
+   * (msgpack, each worker that cannot parse it gets JSON from then on).
+   */
+  body_encoding: z.enum(BODY_ENCODING_SETTINGS).default('json'),
 });
 
 const timeoutsSchema = z.strictObject({

@@ -10,10 +10,11 @@ import { channelWithOwnAbort, type ClientChannel } from './client-channel';
 import { defaultNodeId, nextDisaggRequestId } from './disagg-request-id';
 import { RequestEvents } from '../request-events';
 import { deadlineError, newFlow, type Flow, type Reservation, type RoutingView } from './request-flow';
-import { serializeRequest } from './serialize';
 import { StreamRelay } from './stream-relay';
+import { WorkerBody } from './worker-body';
+import { WorkerBodyEncodings } from './worker-body-encodings';
 import {
-  type ContextAnswerOk, contextRequestBody, conversationIdOf, finishedContextAnswer, generationFirstBodies, generationRequestText, parseContextAnswer, stripContextOnly, withPromptTokens,
+  type ContextAnswerOk, contextRequestBody, conversationIdOf, finishedContextAnswer, generationFirstBodies, generationRequest, parseContextAnswer, stripContextOnly, withPromptTokens,
 } from './trtllm-protocol';
 import { protocolOf } from './kind-protocols';
 import { UpstreamDispatch } from './upstream-dispatch';
@@ -45,6 +46,7 @@ export class DisaggService {
     private readonly events: RequestEvents,
     private readonly dispatch: UpstreamDispatch,
     private readonly relay: StreamRelay,
+    private readonly encodings: WorkerBodyEncodings,
     @Optional() private readonly tracing?: RequestTracing,
     @Optional() private readonly perf?: ResponsePerfMetrics,
   ) {
@@ -104,8 +106,8 @@ export class DisaggService {
     const reserved = this.config.conditional_disagg_config ? await this.conditionalReservation(flow) : undefined;
     if (reserved?.skipContext) {
       flow.done.mode = 'local_prefill';
-      const text = serializeRequest(withPromptTokens(flow.kind, stripContextOnly(body), flow.routing.tokenIds));
-      return this.generate(flow, text, undefined, [], reserved.held);
+      const whole = WorkerBody.of(withPromptTokens(flow.kind, stripContextOnly(body), flow.routing.tokenIds));
+      return this.generate(flow, whole, undefined, [], reserved.held);
     }
     const ctx = await this.contextPhase(flow, body, disaggId, reserved?.held);
     if (ctx.refused) {
@@ -119,9 +121,9 @@ export class DisaggService {
       await this.relay.answerFromContext(flow, finishedContextAnswer(flow.kind, answer));
       return 200;
     }
-    const genText = generationRequestText(flow.kind, body, answer, disaggId);
+    const genBody = generationRequest(flow.kind, body, answer, disaggId);
     flow.done.ctxRequestId = (answer.choice.disaggregated_params as { ctx_request_id?: number }).ctx_request_id;
-    return this.generate(flow, genText, protocolOf(flow.kind).contextUsage(answer.json), [ctx.server], reserved?.held);
+    return this.generate(flow, genBody, protocolOf(flow.kind).contextUsage(answer.json), [ctx.server], reserved?.held);
   }
 
   /** Aggregated: one server does the whole request, given the prompt's ids its pick computed. */
@@ -129,8 +131,8 @@ export class DisaggService {
     flow.done.mode = 'aggregated';
     const timeoutMs = this.generationStarts(flow);
     const first = await this.dispatch.pick(flow, 'generation', []);
-    const text = this.serializeFor(flow, first, withPromptTokens(flow.kind, body, flow.routing.tokenIds));
-    return this.generation(flow, first, text, undefined, [], timeoutMs);
+    const whole = WorkerBody.of(withPromptTokens(flow.kind, body, flow.routing.tokenIds));
+    return this.generation(flow, first, whole, undefined, [], timeoutMs);
   }
 
   /**
@@ -151,8 +153,8 @@ export class DisaggService {
     const exclude = reservedGen ? [reservedGen.route.server.url] : [];
     const first = await this.dispatch.pick(flow, 'context', exclude);
     // Built once the context router picked: a KV-aware router may have tokenized the prompt.
-    const text = this.serializeFor(flow, first, contextRequestBody(flow.kind, body, flow.routing.tokenIds, disaggId));
-    const call = await this.dispatch.send(flow, 'context', first, text, exclude, this.contextTimeoutMs(), false);
+    const ctxBody = WorkerBody.of(contextRequestBody(flow.kind, body, flow.routing.tokenIds, disaggId));
+    const call = await this.dispatch.send(flow, 'context', first, ctxBody, exclude, this.contextTimeoutMs(), false);
     const { router, route, res } = call;
     flow.done.contextServer = route.server.url;
     const answer = await this.dispatch.readAnswer(flow, 'context', call);
@@ -180,22 +182,18 @@ export class DisaggService {
     flow.done.contextServer = ctxServer.url;
     flow.done.ctxRequestId = disaggId;
     const bodies = generationFirstBodies(withPromptTokens(flow.kind, body, flow.routing.tokenIds), disaggId, conversationIdOf(body), ctxServer.serverInfo);
-    let genText: string, ctxText: string;
-    try {
-      genText = serializeRequest(bodies.generation);
-      ctxText = serializeRequest(bodies.context);
-    } catch (err) {
-      this.dispatch.finish(flow, ctx.router, false);
-      throw err;
-    }
+    const genBody = WorkerBody.of(bodies.generation);
+    const ctxBody = WorkerBody.of(bodies.context);
+    // Written before either call goes out: the two bodies nest alike, so both can be written.
+    this.dispatch.encode(flow, ctx, this.encodings.encoderFor(ctxServer), ctxBody);
     const linked = channelWithOwnAbort(flow.channel);
-    const generation = this.generate({ ...flow, channel: linked.channel }, genText, undefined, [ctxServer.url]);
+    const generation = this.generate({ ...flow, channel: linked.channel }, genBody, undefined, [ctxServer.url]);
     generation.catch(() => undefined);
     flow.timings.contextStart = performance.now() - flow.started;
     let failure: Error | { status: number; text: string } | undefined;
     try {
-      const { res, limit } = await this.dispatch.send(flow, 'context', ctx, ctxText, [], this.contextTimeoutMs(), false);
-      const text = await readAnswerText(res, limit).catch((err: unknown) => {
+      const { res, limit, answerText } = await this.dispatch.send(flow, 'context', ctx, ctxBody, [], this.contextTimeoutMs(), false);
+      const text = answerText ?? await readAnswerText(res, limit).catch((err: unknown) => {
         if (!(err instanceof AnswerTooLargeError)) throw err;
         throw new HttpApiError(502, `context server ${ctxServer.url} sent an answer larger than the limit of ${limit} bytes`, { code: 'answer_too_large' });
       });
@@ -217,7 +215,7 @@ export class DisaggService {
   }
 
   /** The generation phase on the reserved server, or on one picked now (after the context phase). */
-  private async generate(flow: Flow, body: string, ctxUsage: ContextUsage | undefined, exclude: string[], reserved?: Reservation): Promise<number> {
+  private async generate(flow: Flow, body: WorkerBody, ctxUsage: ContextUsage | undefined, exclude: string[], reserved?: Reservation): Promise<number> {
     const timeoutMs = this.generationStarts(flow);
     const first = reserved ?? (await this.dispatch.pick(flow, 'generation', exclude));
     return this.generation(flow, first, body, ctxUsage, exclude, timeoutMs);
@@ -233,7 +231,7 @@ export class DisaggService {
     return timeoutMs;
   }
 
-  private async generation(flow: Flow, first: Reservation, body: string, ctxUsage: ContextUsage | undefined, exclude: string[], timeoutMs: number): Promise<number> {
+  private async generation(flow: Flow, first: Reservation, body: WorkerBody, ctxUsage: ContextUsage | undefined, exclude: string[], timeoutMs: number): Promise<number> {
     const call = await this.dispatch.send(flow, 'generation', first, body, exclude, timeoutMs, flow.done.stream);
     flow.done.generationServer = call.route.server.url;
     flow.timings.firstByte = performance.now() - flow.started;
@@ -242,15 +240,5 @@ export class DisaggService {
 
   private contextTimeoutMs(): number {
     return (this.config.timeouts.context_first_byte_s ?? this.config.timeouts.request_s) * 1000;
-  }
-
-  /** The router's own work after a pick: a body it cannot serialise is never the server's failure. */
-  private serializeFor(flow: Flow, held: Reservation, body: Body): string {
-    try {
-      return serializeRequest(body);
-    } catch (err) {
-      this.dispatch.finish(flow, held.router, true);
-      throw err;
-    }
   }
 }

@@ -1,6 +1,7 @@
 import type { RequestKind } from '../routing';
 import { protocolOf } from './kind-protocols';
 import { serializeRequest } from './serialize';
+import { WorkerBody } from './worker-body';
 
 /**
  * The disaggregated wire protocol of TensorRT-LLM's workers: the bodies the router sends
@@ -56,20 +57,46 @@ export function contextRequestBody(kind: RequestKind, body: Body, tokenIds: numb
  * spliced in as the text they came as (no parse and re-stringify of the bulk of the body).
  */
 export function generationRequestText(kind: RequestKind, body: Body, ctx: ContextAnswerOk, disaggId: number): string {
-  const protocol = protocolOf(kind);
-  const params = { ...(ctx.choice.disaggregated_params as Body) };
-  params.request_type = 'generation_only';
-  params.disagg_request_id = disaggId;
-  const conversationId = conversationIdOf(body);
-  if (conversationId !== undefined) params.conversation_id = conversationId;
-  const idsKey = protocol.relayIdsKey;
-  const b64 = protocol.relaysIdsB64 && typeof ctx.json.prompt_token_ids_b64 === 'string' ? { prompt_token_ids_b64: ctx.json.prompt_token_ids_b64 } : {};
-  const fixed = { ...protocol.workerFields, ...b64, disaggregated_params: params };
+  const idsKey = protocolOf(kind).relayIdsKey;
+  const fixed = generationMembers(kind, body, ctx, disaggId);
   if (ctx.promptIdsText === undefined) return serializeRequest({ ...body, ...fixed });
   const { [idsKey]: _replaced, ...rest } = body;
   const text = serializeRequest({ ...rest, ...fixed });
   // A non-empty object's text ends with '}': the ids go in as its last member.
   return `${text.slice(0, -1)},"${idsKey}":${ctx.promptIdsText}}`;
+}
+
+/** The generation request as an object, for a msgpack worker: the echoed ids as numbers. */
+export function generationRequestObject(kind: RequestKind, body: Body, ctx: ContextAnswerOk, disaggId: number): Body {
+  const out: Body = { ...body, ...generationMembers(kind, body, ctx, disaggId) };
+  if (ctx.promptIdsText !== undefined) out[protocolOf(kind).relayIdsKey] = JSON.parse(ctx.promptIdsText) as number[];
+  return out;
+}
+
+/** The generation request in the encoding of the server it goes to (see WorkerBody). */
+export function generationRequest(kind: RequestKind, body: Body, ctx: ContextAnswerOk, disaggId: number): WorkerBody {
+  return new WorkerBody(() => generationRequestObject(kind, body, ctx, disaggId), () => generationRequestText(kind, body, ctx, disaggId));
+}
+
+/** What a generation body carries beyond the client's: the kind's fixed members, relayed base64 ids, the params. */
+function generationMembers(kind: RequestKind, body: Body, ctx: ContextAnswerOk, disaggId: number): Body {
+  const protocol = protocolOf(kind);
+  const b64 = ctx.json.prompt_token_ids_b64;
+  return {
+    ...protocol.workerFields,
+    ...(protocol.relaysIdsB64 && typeof b64 === 'string' ? { prompt_token_ids_b64: b64 } : {}),
+    disaggregated_params: generationParams(body, ctx, disaggId),
+  };
+}
+
+/** The context answer's disaggregated_params turned generation_only, with the client's conversation id. */
+function generationParams(body: Body, ctx: ContextAnswerOk, disaggId: number): Body {
+  const params = { ...(ctx.choice.disaggregated_params as Body) };
+  params.request_type = 'generation_only';
+  params.disagg_request_id = disaggId;
+  const conversationId = conversationIdOf(body);
+  if (conversationId !== undefined) params.conversation_id = conversationId;
+  return params;
 }
 
 /**

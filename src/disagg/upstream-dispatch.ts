@@ -2,20 +2,25 @@ import { Inject, Injectable, Logger, Optional } from '@nestjs/common';
 import type { Dispatcher } from 'undici';
 import { AdmissionService } from '../admission/admission.service';
 import { APP_CONFIG, type AppConfig, type ServerRole } from '../config';
-import { classifyTransportError, clientSafeCode, HttpSessionClosedError, HttpSessionProvider } from '../http-session';
-import { HttpApiError } from '../common';
+import { classifyTransportError, clientSafeCode, HttpSessionClosedError } from '../http-session';
 import { NoServerAvailableError, RouterRegistry, type RouteResult, type Router } from '../routing';
 import { AnswerTooLargeError, answerLimitFor, readAnswerText } from './answer-body';
+import type { WorkerBody } from './worker-body';
+import { JSON_BODY, type WorkerBodyEncoder } from './worker-body-encoder';
+import { WorkerBodyEncodings } from './worker-body-encodings';
+import { WorkerCall } from './worker-call';
 import { RequestEvents, type UpstreamFailureEvent } from '../request-events';
 import type { Flow, Reservation } from './request-flow';
 import { SameServerRetry } from './same-server-retry';
-import { ClientGoneError, INFERENCE_PATH, type UpstreamFailureKind } from '../common';
+import { ClientGoneError, HttpApiError, type UpstreamFailureKind } from '../common';
 
 /** A call that got an answer head: the server's reservation, its answer, and how large it may grow. */
 export interface Dispatched extends Reservation {
   res: Dispatcher.ResponseData;
   /** Largest answer body accepted (limits.max_answer_bytes or sized from the request). */
   limit: number;
+  /** The answer, when send() had to read it already (see WorkerCall). */
+  answerText?: string;
 }
 
 /**
@@ -32,9 +37,10 @@ export class UpstreamDispatch {
 
   constructor(
     @Inject(APP_CONFIG) private readonly config: AppConfig,
-    private readonly session: HttpSessionProvider,
+    private readonly call: WorkerCall,
     private readonly routers: RouterRegistry,
     private readonly events: RequestEvents,
+    private readonly encodings: WorkerBodyEncodings,
     @Optional() private readonly admission?: AdmissionService,
   ) {}
 
@@ -53,13 +59,14 @@ export class UpstreamDispatch {
    * server (the failed ones excluded) up to max_retries, or on the same one after a backoff
    * when no other is left. Nothing has reached the client yet, so a retry is always safe
    * here. 4xx answers are returned as they are. A 500 counts against its server only once
-   * another server answered the same request (see reportFailures).
+   * another server answered the same request (see reportFailures). The body is written in each
+   * server's encoding (see WorkerBodyEncodings).
    */
   async send(
     flow: Flow,
     role: ServerRole,
     first: Reservation,
-    body: string,
+    body: WorkerBody,
     /** Owned by this call: failed servers are added to it. */
     excluded: string[],
     timeoutMs: number,
@@ -83,25 +90,19 @@ export class UpstreamDispatch {
       }
       const { router, route } = held;
       const server = route.server;
+      const encoder = this.encodings.encoderFor(server);
+      const payload = this.encode(flow, held, encoder, body);
+      const limit = answerLimitFor(this.config.limits.max_answer_bytes, payload.length, flow.routing.body);
       flow.upstreamRole = role;
       flow.upstreamUrl = server.url;
       flow.trace?.callStarted(role, server.url, attempt, headers);
       try {
-        const res = await this.session.request({
-          origin: server.origin,
-          path: INFERENCE_PATH[flow.kind],
-          method: 'POST',
-          headers,
-          body,
-          signal: flow.channel.abort,
-          headersTimeoutMs: timeoutMs,
-          // A stalled stream must never hang forever: without stream_idle_s, request_s bounds the silence.
-          bodyTimeoutMs: stream ? (this.config.timeouts.stream_idle_s ?? this.config.timeouts.request_s) * 1000 : timeoutMs,
-        });
+        const json = (): string | Uint8Array => this.encode(flow, held, JSON_BODY, body);
+        const { res, answerText } = await this.call.post(flow, server, headers, { encoder, payload, json, limit }, timeoutMs, stream);
         const status = res.statusCode;
         if (status === 200 || (status >= 400 && status < 500)) {
           if (unproven) this.reportFailures(unproven, status === 200 ? 'status_5xx' : 'status_500');
-          return { router, route, res, limit: answerLimitFor(this.config.limits.max_answer_bytes, body.length, flow.routing.body) };
+          return { router, route, res, limit, answerText };
         }
         res.body.dump().catch(() => undefined);
         this.finish(flow, router, false);
@@ -137,12 +138,26 @@ export class UpstreamDispatch {
 
   /** A non-streamed answer whole, within its size limit; transport failures become 502/504. */
   async readAnswer(flow: Flow, role: ServerRole, call: Dispatched): Promise<string> {
+    if (call.answerText !== undefined) return call.answerText;
     try {
       return await readAnswerText(call.res, call.limit);
     } catch (err) {
       this.finish(flow, call.router, false);
       if (err instanceof AnswerTooLargeError) this.badResponse(flow, role, call.route, `an answer larger than the limit of ${call.limit} bytes`, 'answer_too_large');
       throw this.transportError(flow, role, call.route, err);
+    }
+  }
+
+  /**
+   * The body in the encoding of the reservation's server. One the router cannot write is the
+   * client's fault (400), never a failure of the server: its reservation ends as a success.
+   */
+  encode(flow: Flow, held: Reservation, encoder: WorkerBodyEncoder, body: WorkerBody): string | Uint8Array {
+    try {
+      return encoder.encode(body);
+    } catch (err) {
+      this.finish(flow, held.router, true);
+      throw err;
     }
   }
 

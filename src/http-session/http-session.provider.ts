@@ -46,7 +46,7 @@ export interface UpstreamRequest {
   path: string;
   method?: Dispatcher.HttpMethod;
   headers?: Record<string, string>;
-  body?: string | Buffer;
+  body?: string | Uint8Array;
   /** An AbortHandle goes to undici as it is; an AbortSignal through a shared bridge. */
   signal?: AbortSignal | AbortHandle;
   /** Deadline for the response head (ms); defaults to the session's request timeout. */

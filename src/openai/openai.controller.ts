@@ -4,8 +4,10 @@ import { ClientTrafficGate } from '../admission/client-traffic-gate';
 import { ClientTraffic } from '../admission/client-traffic.decorator';
 import { DisaggService } from '../disagg/disagg.service';
 import type { RequestKind } from '../routing';
-import { requireJsonContentType, validateOpenAiRequest } from './request-validation';
-import { checkedRequest, serveOnChannel } from './serve-on-channel';
+import { requireJsonContentType } from '../common/json-content-type';
+import { endFailedFlow, FastifyClientChannel } from '../disagg/fastify-client-channel';
+import { validateOpenAiRequest } from './request-validation';
+import { HttpApiError } from '../common';
 import { RequestEvents } from '../request-events';
 
 /** The OpenAI-compatible front door: completions and chat, streamed or not. */
@@ -40,10 +42,19 @@ export class OpenAiController {
   }
 
   private async serveAdmitted(kind: RequestKind, req: FastifyRequest, reply: FastifyReply): Promise<void> {
-    const body = checkedRequest(this.events, req, () => {
+    let body: Record<string, unknown>;
+    try {
       requireJsonContentType(req.headers['content-type']);
-      return validateOpenAiRequest(kind, req.body);
-    });
-    await serveOnChannel(req, reply, this.logger, this.traffic?.stopSignal, (channel) => this.disagg.handle(kind, body, channel, req.headers));
+      body = validateOpenAiRequest(kind, req.body);
+    } catch (err) {
+      if (err instanceof HttpApiError) this.events.emit('refused', { requestId: req.id, status: err.getStatus() });
+      throw err;
+    }
+    const channel = new FastifyClientChannel(reply, req.id, this.traffic?.stopSignal);
+    try {
+      await this.disagg.handle(kind, body, channel, req.headers);
+    } catch (err) {
+      endFailedFlow(err, channel, this.logger, 'openai');
+    }
   }
 }

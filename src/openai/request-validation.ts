@@ -1,5 +1,5 @@
 import type { RequestKind } from '../routing';
-import { HttpApiError, invalidRequest } from '../common';
+import { invalidRequest } from '../common';
 
 /**
  * Checks what the router itself relies on, without copying the body: everything else is
@@ -83,19 +83,4 @@ function isStringArray(v: unknown): boolean {
 
 export function isPlainObject(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
-}
-
-/**
- * JSON bodies only: a form post or text/plain body is what a cross-site page can send without
- * a preflight, so those are refused (415) even when they parse.
- */
-export function requireJsonContentType(contentType: string | undefined): void {
-  if (contentType !== undefined && isJsonMediaType(contentType)) return;
-  throw new HttpApiError(415, 'the request body must be JSON (content-type: application/json)', { code: 'unsupported_media_type' });
-}
-
-function isJsonMediaType(contentType: string): boolean {
-  if (contentType === 'application/json') return true;
-  const semi = contentType.indexOf(';');
-  return (semi < 0 ? contentType : contentType.slice(0, semi)).trim().toLowerCase() === 'application/json';
 }

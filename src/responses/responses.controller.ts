@@ -2,9 +2,10 @@ import { Controller, Logger, Optional, Post, Req, Res } from '@nestjs/common';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { ClientTrafficGate } from '../admission/client-traffic-gate';
 import { ClientTraffic } from '../admission/client-traffic.decorator';
+import { HttpApiError } from '../common';
+import { requireJsonContentType } from '../common/json-content-type';
 import { DisaggService } from '../disagg/disagg.service';
-import { requireJsonContentType } from '../openai/request-validation';
-import { checkedRequest, serveOnChannel } from '../openai/serve-on-channel';
+import { endFailedFlow, FastifyClientChannel } from '../disagg/fastify-client-channel';
 import { RequestEvents } from '../request-events';
 import { responsesAsChat } from '../tokenizer';
 import { validateResponsesRequest } from './responses-validation';
@@ -34,12 +35,21 @@ export class ResponsesController {
   }
 
   private async serveAdmitted(req: FastifyRequest, reply: FastifyReply): Promise<void> {
-    const body = checkedRequest(this.events, req, () => {
+    let body: Record<string, unknown>;
+    try {
       requireJsonContentType(req.headers['content-type']);
-      return validateResponsesRequest(req.body);
-    });
+      body = validateResponsesRequest(req.body);
+    } catch (err) {
+      if (err instanceof HttpApiError) this.events.emit('refused', { requestId: req.id, status: err.getStatus() });
+      throw err;
+    }
     if (body.store === true) this.storeWarning.note(req.id);
     const routingView = { kind: 'chat' as const, body: responsesAsChat(body) };
-    await serveOnChannel(req, reply, this.logger, this.traffic?.stopSignal, (channel) => this.disagg.handle('responses', body, channel, req.headers, routingView));
+    const channel = new FastifyClientChannel(reply, req.id, this.traffic?.stopSignal);
+    try {
+      await this.disagg.handle('responses', body, channel, req.headers, routingView);
+    } catch (err) {
+      endFailedFlow(err, channel, this.logger, 'openai');
+    }
   }
 }

@@ -61,6 +61,8 @@ export class ServerState implements KvWorker {
   readonly kvTables = new Map<string, KvBlockTable>();
   /** The hash algorithm the worker's latest KV cache event was tagged with, if any. */
   announcedKvHashAlgo?: string;
+  /** `http_session.body_encoding: auto` found that this worker cannot parse msgpack bodies. */
+  msgpackRefused = false;
 
   constructor(spec: ServerSpec) {
     this.url = spec.url;

@@ -5,7 +5,8 @@
  *                  [--host H] [--model NAME]
  *                  [--tokenizer qwen3|bytes] [--ctx-check blind|registry]
  *                  [--prefill-ms-per-token X] [--decode-ms-per-token X] [--max-batch-size N]
- *                  [--disagg-cluster URI [--cluster-name NAME]]
+ *                  [--disagg-cluster URI [--cluster-name NAME]] [--no-msgpack]
+ * --no-msgpack plays a worker older than TensorRT-LLM's msgpack bodies: it answers them 400.
  * With --disagg-cluster each worker registers itself in that disagg_cluster and heartbeats,
  * as TensorRT-LLM's workers do (with env DISAGG_CLUSTER_API_KEY as the storage's bearer token). Workers of one process share a context registry; across processes use --ctx-check blind
  * (the default here). Stops on SIGINT/SIGTERM.
@@ -33,15 +34,17 @@ interface CliArgs {
   /** Register the workers in this disagg_cluster (cluster_uri) and heartbeat them. */
   disaggCluster?: string;
   clusterName?: string;
+  /** false: answer msgpack bodies 400, as an older TensorRT-LLM worker does. */
+  msgpack: boolean;
 }
 
 const USAGE =
   'usage: sim --role context|generation|mixed --port N [--count N] [--latency zero|demo] [--kv-blocks N] ' +
   '[--tokens-per-block N] [--kv-hash-algo v1_block_key|v2_sha256|v2_sha256_64] [--host H] [--model NAME] [--tokenizer qwen3|bytes] [--ctx-check blind|registry] ' +
-  '[--prefill-ms-per-token X] [--decode-ms-per-token X] [--max-batch-size N] [--disagg-cluster URI [--cluster-name NAME]]';
+  '[--prefill-ms-per-token X] [--decode-ms-per-token X] [--max-batch-size N] [--disagg-cluster URI [--cluster-name NAME]] [--no-msgpack]';
 
 export function parseCliArgs(argv: string[]): CliArgs {
-  const args: CliArgs = { role: 'mixed', host: '127.0.0.1', port: 8001, count: 1, latency: 'zero', latencyOverrides: {}, ctxCheck: 'blind' };
+  const args: CliArgs = { role: 'mixed', host: '127.0.0.1', port: 8001, count: 1, latency: 'zero', latencyOverrides: {}, ctxCheck: 'blind', msgpack: true };
   for (let i = 0; i < argv.length; i++) {
     const flag = argv[i];
     const value = (): string => {
@@ -97,6 +100,7 @@ export function parseCliArgs(argv: string[]): CliArgs {
         break;
       }
       case '--cluster-name': args.clusterName = value(); break;
+      case '--no-msgpack': args.msgpack = false; break;
       case '-h':
       case '--help':
         throw new Error(USAGE);
@@ -135,6 +139,7 @@ async function main(): Promise<void> {
         ctxCheck: args.ctxCheck,
         registry,
         preloadTokenizer: true,
+        msgpack: args.msgpack,
       });
       workers.push(w);
       console.log(`sim ${w.role} worker listening on ${w.url}`);

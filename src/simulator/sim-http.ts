@@ -3,8 +3,13 @@ import { errorBody } from './openai-response';
 
 export const SSE_HEADERS = { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' };
 
-/** The request body, or a 413 once it passes `limit` bytes (the rest is not read). */
+/** The request body as text, or a 413 once it passes `limit` bytes (the rest is not read). */
 export function readBody(req: http.IncomingMessage, limit: number, res: http.ServerResponse, done: (text: string) => void): void {
+  readBodyBytes(req, limit, res, (bytes) => done(bytes.toString('utf8')));
+}
+
+/** The request body as bytes, or a 413 once it passes `limit` bytes (the rest is not read). */
+export function readBodyBytes(req: http.IncomingMessage, limit: number, res: http.ServerResponse, done: (bytes: Buffer) => void): void {
   const chunks: Buffer[] = [];
   let size = 0;
   let over = false;
@@ -18,7 +23,7 @@ export function readBody(req: http.IncomingMessage, limit: number, res: http.Ser
     sendJson(res, 413, errorBody(`request body larger than ${limit} bytes`, 413, 'RequestTooLarge'));
   });
   req.on('end', () => {
-    if (!over) done(chunks.length === 1 ? chunks[0].toString('utf8') : Buffer.concat(chunks).toString('utf8'));
+    if (!over) done(chunks.length === 1 ? chunks[0] : Buffer.concat(chunks));
   });
 }
 

@@ -52,6 +52,11 @@ export interface SimWorkerOptions {
   keepReceived?: number;
   /** Fault rules active from the start. */
   faults?: FaultRule[];
+  /**
+   * Decodes bodies flagged `X-TRTLLM-Msgpack: 1`, as the newest TensorRT-LLM workers do (default
+   * true); false plays an older worker, which answers them 400 (docs/protocol.md "Body encoding").
+   */
+  msgpack?: boolean;
 }
 
 export interface ResolvedSimOptions {
@@ -72,6 +77,7 @@ export interface ResolvedSimOptions {
   maxSeqLen: number;
   maxBodyBytes: number;
   keepReceived: number;
+  msgpack: boolean;
 }
 
 export function resolveSimOptions(opts: SimWorkerOptions): ResolvedSimOptions {
@@ -102,6 +108,7 @@ export function resolveSimOptions(opts: SimWorkerOptions): ResolvedSimOptions {
     maxSeqLen: int('maxSeqLen', opts.maxSeqLen, 32_768, 1),
     maxBodyBytes: int('maxBodyBytes', opts.maxBodyBytes, 4 * 1024 * 1024, 1),
     keepReceived: int('keepReceived', opts.keepReceived, 20, 0),
+    msgpack: opts.msgpack ?? true,
   };
 }
 

@@ -1,5 +1,6 @@
 import type * as http from 'node:http';
 import { serializeKvEvents } from '../kv-cache/kv-events';
+import { countTokensAnswer } from './count-tokens';
 import { answerTerminalFault } from './fault-answers';
 import type { SimEndpoint } from './faults';
 import { answerGeneration } from './generation-answer';
@@ -7,7 +8,8 @@ import { planGeneration } from './generation-plan';
 import { BadRequestError, type GenerationEndpoint, parseSimRequest, type SimRequest } from './openai-request';
 import { errorBody } from './openai-response';
 import type { ControlResult } from './sim-control';
-import { readBody, sendJson, sendText } from './sim-http';
+import { decodeRequestBody } from './request-body';
+import { readBody, readBodyBytes, sendJson, sendText } from './sim-http';
 import type { SimState } from './sim-state';
 
 /** The HTTP face of a simulated worker: the trtllm-serve endpoints plus /sim/control and /sim/stats. */
@@ -36,15 +38,22 @@ export class SimRequestHandler {
         const endpoint: GenerationEndpoint = path === '/v1/completions' ? 'completions' : path === '/v1/responses' ? 'responses' : 'chat';
         c.count(endpoint);
         if (method !== 'POST') return methodNotAllowed(res);
-        return readBody(req, maxBody, res, (text) => {
+        return readBodyBytes(req, maxBody, res, (bytes) => {
           try {
-            this.onGeneration(endpoint, req, res, text);
+            this.onGeneration(endpoint, req, res, bytes);
           } catch (err) {
             if (!res.headersSent) sendJson(res, 500, errorBody(`simulator error: ${(err as Error).message}`, 500, 'InternalServerError'));
             else res.destroy();
           }
         });
       }
+      case '/v1/messages/count_tokens':
+        c.count('count_tokens');
+        if (method !== 'POST') return methodNotAllowed(res);
+        return readBody(req, maxBody, res, (text) => {
+          const answer = countTokensAnswer(text, state.tokenizer);
+          sendJson(res, answer.status, answer.body);
+        });
       case '/health':
         c.count('health');
         return this.simple('health', req, res, () => {
@@ -129,14 +138,15 @@ export class SimRequestHandler {
     sendJson(res, 200, JSON.stringify(result));
   }
 
-  private onGeneration(endpoint: GenerationEndpoint, req: http.IncomingMessage, res: http.ServerResponse, text: string): void {
+  private onGeneration(endpoint: GenerationEndpoint, req: http.IncomingMessage, res: http.ServerResponse, bytes: Buffer): void {
     const state = this.state;
-    let body: unknown;
-    try {
-      body = JSON.parse(text);
-    } catch {
-      return this.reject(res, 'request body is not valid JSON');
+    const decoded = decodeRequestBody(req, bytes, state.options.msgpack);
+    if (!decoded.ok) {
+      state.counters.rejected++;
+      return sendJson(res, decoded.status, decoded.answer);
     }
+    const body = decoded.body;
+    state.counters.byEncoding[decoded.encoding]++;
     state.counters.remember(body);
     let sr: SimRequest;
     try {

@@ -20,6 +20,8 @@ export interface SimWorkerStats {
     byType: Record<RequestType, number>;
     /** Answered with 4xx by the worker's own checks (bad body, unknown ctx_request_id, ...). */
     rejected: number;
+    /** Generation request bodies decoded, by encoding. */
+    byEncoding: { json: number; msgpack: number };
   };
   faultsInjected: Record<string, number>;
   openConnections: number;
@@ -155,7 +157,7 @@ export class SimWorker {
     return {
       role: this.role,
       url: this.url,
-      requests: { total: c.total, byEndpoint: { ...c.byEndpoint }, byType: { ...c.byType }, rejected: c.rejected },
+      requests: { total: c.total, byEndpoint: { ...c.byEndpoint }, byType: { ...c.byType }, rejected: c.rejected, byEncoding: { ...c.byEncoding } },
       faultsInjected: { ...faults.injected },
       openConnections: this.sockets.size,
       inFlight: this.state.inFlight,

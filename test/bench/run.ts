@@ -2,7 +2,7 @@ import { execFileSync } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
 import { join, resolve } from 'node:path';
-import { STREAM_CHUNKS, completionBody, longTextBody, tokenIdBody } from './lib/payloads';
+import { STREAM_CHUNKS, chatBody, completionBody, longTextBody, messagesBody, tokenIdBody } from './lib/payloads';
 import { pickDriver, runLoad } from './lib/load';
 import { hasNginx, startNginx } from './lib/nginx';
 import { hasTaskset, LOAD_CPU, PROXY_CPU, startProc, type BenchProc } from './lib/procs';
@@ -11,7 +11,7 @@ import { summarizeProfile } from './lib/cpuprofile';
 import { TRANSPORTS } from './lib/transports';
 
 /**
- * `npm run bench [-- --only=main,latency,platform,transport,ablation,tracing,perf --seconds=4 --rounds=2
+ * `npm run bench [-- --only=main,latency,platform,transport,ablation,tracing,perf,encoding,messages --seconds=4 --rounds=2
  * --connections=32 --rate=1000 --warmup=8 --driver=autocannon --profile[=boot] --profile-targets=router-rr,bare
  * --ab=GIT_REF --upstream=sim --rows=2k,stream]`
  *
@@ -56,6 +56,8 @@ interface RowDef {
   connections: number;
   /** Offered req/s (paced driver); unset = closed loop. */
   rate?: number;
+  /** Request path (default /v1/completions). */
+  path?: string;
   /** Ratio label -> the row it is compared with. */
   vs?: Record<string, string>;
 }
@@ -75,6 +77,7 @@ function routerConfig(up: BenchProc, policy: string, traced = false, routerArgs:
   const [ctxPort, genPort] = up.ports;
   const router = { type: policy, ...routerArgs };
   return JSON.stringify({
+    ...extra,
     ...(traced ? { otlp_config: { otlp_traces_endpoint: `http://127.0.0.1:${ctxPort}/v1/traces` } } : {}),
     ...extra,
     hostname: '127.0.0.1',
@@ -97,6 +100,8 @@ const starters: Record<string, Starter> = {
     startProc({ name: 'router-kv-text', script: bin('procs/router.js'), args: [`--config=${routerConfig(up, 'kv_cache_aware', false, { tokenizer_dir: QWEN3_TOKENIZER_DIR })}`], cpus: PROXY_CPU, logDir, execArgv: profileArgs('router-kv-text') }),
   // return_perf_metrics on; the load sends no X-TRTLLM-return-metrics, as most clients.
   'router-perf': (up) => startProc({ name: 'router-perf', script: bin('procs/router.js'), args: [`--config=${routerConfig(up, 'round_robin', false, {}, { return_perf_metrics: true })}`], cpus: PROXY_CPU, logDir }),
+  'router-kv-msgpack': (up) =>
+    startProc({ name: 'router-kv-msgpack', script: bin('procs/router.js'), args: [`--config=${routerConfig(up, 'kv_cache_aware', false, {}, { http_session: { body_encoding: 'msgpack' } })}`], cpus: PROXY_CPU, logDir, execArgv: profileArgs('router-kv-msgpack') }),
   'router-traced': (up) => startProc({ name: 'router-traced', script: bin('procs/router.js'), args: [`--config=${routerConfig(up, 'round_robin', true)}`], cpus: PROXY_CPU, logDir }),
   'nest-fastify': (up) => startProc({ name: 'nest-fastify', script: bin('procs/nest-proxy.js'), args: [...upstreamArgs(up), '--platform=fastify'], cpus: PROXY_CPU, logDir }),
   'nest-express': (up) => startProc({ name: 'nest-express', script: bin('procs/nest-proxy.js'), args: [...upstreamArgs(up), '--platform=express'], cpus: PROXY_CPU, logDir }),
@@ -190,6 +195,25 @@ function tables(): TableDef[] {
       ],
     },
     {
+      name: 'encoding',
+      title: `Worker body encoding (http_session.body_encoding): kv_cache_aware with 2k token ids, JSON vs msgpack workers, ${c} connections`,
+      rows: [
+        { row: 'bare, 2 hops, 2k token ids', target: 'bare', body: tokens2k, stream: false, connections: c },
+        { row: 'kv_cache_aware, 2k token ids, JSON workers', target: 'router-kv', body: tokens2k, stream: false, connections: c, vs: { bare: 'bare, 2 hops, 2k token ids' } },
+        { row: 'kv_cache_aware, 2k token ids, msgpack workers', target: 'router-kv-msgpack', body: tokens2k, stream: false, connections: c, vs: { bare: 'bare, 2 hops, 2k token ids', json: 'kv_cache_aware, 2k token ids, JSON workers' } },
+      ],
+    },
+    {
+      name: 'messages',
+      title: `Anthropic Messages API: the same prompt as a chat and as a message (converted to that chat, the answer converted back), round_robin, ${c} connections`,
+      rows: [
+        { row: 'router, chat', target: 'router-rr', body: chatBody(false), stream: false, connections: c, path: '/v1/chat/completions' },
+        { row: 'router, messages', target: 'router-rr', body: messagesBody(false), stream: false, connections: c, path: '/v1/messages', vs: { chat: 'router, chat' } },
+        { row: 'router, chat, stream', target: 'router-rr', body: chatBody(true), stream: true, connections: c, path: '/v1/chat/completions' },
+        { row: 'router, messages, stream', target: 'router-rr', body: messagesBody(true), stream: true, connections: c, path: '/v1/messages', vs: { chat: 'router, chat, stream' } },
+      ],
+    },
+    {
       name: 'tracing',
       title: `Tracing: disagg-router round_robin with tracing off (default) and on (every request traced, OTLP/HTTP export to a sink), ${c} connections`,
       rows: [
@@ -278,7 +302,7 @@ async function runTable(t: TableDef, up: BenchProc): Promise<RowResult[]> {
       for (const def of order) {
         const target = procs.get(def.target);
         const port = target ? target.ports[0] : up.ports[1];
-        const p = await measure(def, `http://127.0.0.1:${port}/v1/completions`, target, up);
+        const p = await measure(def, `http://127.0.0.1:${port}${def.path ?? '/v1/completions'}`, target, up);
         points.get(def.row)!.push(p);
         process.stdout.write(`  [${t.name} r${round + 1}] ${def.row}: ${p.rps.toFixed(0)} req/s p50 ${p.p50Ms.toFixed(2)} ms cpu/req ${p.cpuPerReqUs?.toFixed(0) ?? '-'} us${p.errors + p.non2xx ? ` ERRORS ${p.errors}/${p.non2xx}` : ''}\n`);
       }

@@ -1,5 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
-import { generationRequestText, parseContextAnswer, wholeContextAnswer, type ContextAnswerOk } from '../../src/disagg/trtllm-protocol';
+import { unpack } from 'msgpackr';
+import { generationRequest, generationRequestText, parseContextAnswer, wholeContextAnswer, type ContextAnswerOk } from '../../src/disagg/trtllm-protocol';
 
 const params = { request_type: 'context_only', ctx_request_id: 7, first_gen_tokens: [42], encoded_opaque_state: 'c3RhdGU=' };
 const answer = (extra: Record<string, unknown> = {}): Record<string, unknown> => ({
@@ -43,6 +44,8 @@ describe('the context answer and the generation request', () => {
         const body = kind === 'completion' ? { model: 'm', prompt: 'hello', stream: true } : { model: 'm', messages: [{ role: 'user', content: 'hi' }] };
         const got = JSON.parse(generationRequestText(kind, body, ok(text), 11)) as unknown;
         expect({ text, got }).toEqual({ text, got: reference(kind, body, ctx, 11) });
+        // A msgpack worker gets the same request.
+        expect({ text, got: unpack(generationRequest(kind, body, ok(text), 11).msgpack) as unknown }).toEqual({ text, got });
       }
       expect(wholeContextAnswer(ok(text))).toEqual(ctx);
     }

@@ -8,6 +8,8 @@ describe('simulator CLI arguments', () => {
     ).toMatchObject({ role: 'context', port: 8001, count: 2, latency: 'demo', kvBlocks: 100, tokensPerBlock: 16, ctxCheck: 'blind' });
     expect(parseCliArgs(['--kv-hash-algo', 'v2_sha256']).kvHashAlgo).toBe('v2_sha256');
     expect(parseCliArgs([]).kvHashAlgo).toBeUndefined();
+    expect(parseCliArgs([]).msgpack).toBe(true);
+    expect(parseCliArgs(['--no-msgpack']).msgpack).toBe(false);
     expect(parseCliArgs(['--decode-ms-per-token', '5', '--max-batch-size', '8']).latencyOverrides).toEqual({
       decodeMsPerToken: 5,
       maxBatchSize: 8,

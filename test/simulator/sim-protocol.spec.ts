@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { pack } from 'msgpackr';
 import { blockHashChain } from '../../src/kv-cache/block-hash';
 import { SimCluster, SimWorker, startSimCluster, startSimWorker } from '../../src/simulator';
 import { getTokenizer } from '../../src/tokenizer';
@@ -300,5 +301,29 @@ describe('simulated worker: disaggregated protocol over real sockets', () => {
     expect((await postJson(`${mixed.url}/v1/completions`, { prompt: [1, 2], max_tokens: 0 })).status).toBe(400);
     expect((await postJson(`${mixed.url}/v1/chat/completions`, { messages: [] })).status).toBe(400);
     expect((await fetch(`${mixed.url}/nope`)).status).toBe(404);
+  });
+
+  it('decodes msgpack bodies flagged X-TRTLLM-Msgpack: 1 beside JSON ones; with msgpack off it answers them as an older worker', async () => {
+    const flagged = { 'content-type': 'application/json', 'x-trtllm-msgpack': '1' };
+    const request = { model: 'm', prompt: [1, 2, 3], max_tokens: 2 };
+    const before = mixed.stats.requests.byEncoding;
+    const res = await fetch(`${mixed.url}/v1/completions`, { method: 'POST', headers: flagged, body: pack(request) });
+    expect(res.status).toBe(200);
+    expect(((await res.json()) as { usage: { completion_tokens: number } }).usage.completion_tokens).toBe(2);
+    expect((await postJson(`${mixed.url}/v1/completions`, request)).status).toBe(200);
+    expect(mixed.stats.requests.byEncoding).toEqual({ json: before.json + 1, msgpack: before.msgpack + 1 });
+    const garbled = await fetch(`${mixed.url}/v1/completions`, { method: 'POST', headers: flagged, body: Buffer.from([0xc1, 0x00]) });
+    expect(garbled.status).toBe(400);
+
+    const old = await startSimWorker({ role: 'mixed', msgpack: false });
+    try {
+      const refused = await fetch(`${old.url}/v1/completions`, { method: 'POST', headers: flagged, body: pack(request) });
+      expect(refused.status).toBe(400);
+      expect(await refused.json()).toEqual({ detail: 'There was an error parsing the body' });
+      expect((await postJson(`${old.url}/v1/completions`, request)).status).toBe(200);
+      expect(old.stats.requests).toMatchObject({ rejected: 1, byEncoding: { json: 1, msgpack: 0 } });
+    } finally {
+      await old.close();
+    }
   });
 });

@@ -1,11 +1,18 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
+import { Unpackr } from 'msgpackr';
+
+/** Decodes msgpack bodies with another library than the router's, so the bytes are checked as msgpack, not as what our encoder writes. */
+const unpackr = new Unpackr({ int64AsType: 'number', mapsAsObjects: true });
 
 export interface ReceivedRequest {
   method: string;
   path: string;
   headers: IncomingMessage['headers'];
   body: Record<string, unknown> | undefined;
+  /** `msgpack` for a body flagged `X-TRTLLM-Msgpack: 1`. */
+  encoding: 'json' | 'msgpack';
+  raw: Buffer;
 }
 
 export type FakeHandler = (req: ReceivedRequest, res: ServerResponse, worker: FakeWorker) => void | Promise<void>;
@@ -28,6 +35,8 @@ export class FakeWorker {
   kvEvents: () => string = () => '[]';
   /** Body of GET /server_info. */
   serverInfo: Record<string, unknown> = {};
+  /** Plays a TensorRT-LLM worker older than msgpack bodies: a flagged body gets FastAPI's 400. */
+  refusesMsgpack = false;
 
   constructor(public handler: FakeHandler) {}
 
@@ -55,17 +64,22 @@ export class FakeWorker {
   private async onRequest(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const chunks: Buffer[] = [];
     for await (const c of req) chunks.push(c as Buffer);
-    const text = Buffer.concat(chunks).toString('utf8');
+    const raw = Buffer.concat(chunks);
+    const msgpack = req.headers['x-trtllm-msgpack'] === '1';
+    const refused = msgpack && this.refusesMsgpack;
     const received: ReceivedRequest = {
       method: req.method ?? 'GET',
       path: (req.url ?? '/').split('?')[0],
       headers: req.headers,
-      body: text ? (JSON.parse(text) as Record<string, unknown>) : undefined,
+      body: !raw.length || refused ? undefined : ((msgpack ? unpackr.unpack(raw) : JSON.parse(raw.toString('utf8'))) as Record<string, unknown>),
+      encoding: msgpack ? 'msgpack' : 'json',
+      raw,
     };
     if (received.path !== '/health') this.received.push(received);
     res.once('close', () => {
       if (!res.writableFinished) this.aborted++;
     });
+    if (refused) return json(res, 400, { detail: 'There was an error parsing the body' });
     if (received.path === '/health') return void res.writeHead(200).end();
     if (received.path === '/server_info') return json(res, this.serverInfoStatus, this.serverInfoStatus === 200 ? this.serverInfo : { detail: 'Not Found' });
     if (received.path === '/kv_cache_events') {

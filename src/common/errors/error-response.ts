@@ -2,6 +2,7 @@ import { HttpException, Logger } from '@nestjs/common';
 import { STATUS_CODES, type ServerResponse } from 'node:http';
 import { REQUEST_ID_HEADER } from '../constants';
 import { HttpApiError } from './http-api-error';
+import { errorBodyOf, streamErrorEvent, type ApiShape } from './api-shape';
 
 interface FastifyLikeError {
   statusCode?: number;
@@ -41,9 +42,10 @@ export function toOpenAiError(err: unknown): HttpApiError {
 
 /**
  * Writes the error once, as JSON before any byte of the answer was sent, or as a final SSE
- * error event when a stream already started; logs it once.
+ * error event when a stream already started; logs it once. `shape` is the API the route
+ * speaks (OpenAI's error body, or Anthropic's on the Messages API routes).
  */
-export function writeOpenAiError(res: ServerResponse, err: unknown, logger: Logger, requestId?: string): void {
+export function writeApiError(res: ServerResponse, err: unknown, logger: Logger, requestId?: string, shape: ApiShape = 'openai'): void {
   const error = toOpenAiError(err);
   const status = error.getStatus();
   const tag = requestId ? `[${requestId}] ` : '';
@@ -51,11 +53,11 @@ export function writeOpenAiError(res: ServerResponse, err: unknown, logger: Logg
   else logger.warn(`${tag}${status} ${error.body.error.message}`);
   if (res.writableEnded || res.destroyed) return;
   if (res.headersSent) {
-    res.end(`data: ${JSON.stringify(error.body)}\n\n`);
+    res.end(streamErrorEvent(error, shape));
     return;
   }
   const headers: Record<string, string> = { 'content-type': 'application/json', ...error.headers };
   if (requestId) headers[REQUEST_ID_HEADER] = requestId;
   res.writeHead(status, headers);
-  res.end(JSON.stringify(error.body));
+  res.end(JSON.stringify(errorBodyOf(error, shape)));
 }

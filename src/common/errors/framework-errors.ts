@@ -1,6 +1,7 @@
 import { STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import { anthropicErrorBody, apiShapeOf } from './api-shape';
 import { defaultType, type OpenAiErrorBody } from './http-api-error';
 
 /** An OpenAI-style error body, without the HttpException an HttpApiError carries. */
@@ -36,11 +37,14 @@ export function clientErrorHandler(err: NodeJS.ErrnoException, socket: Socket): 
 }
 
 /** Fastify's routing errors (a URL it cannot decode, a path parameter too long). */
-export function frameworkErrors(error: Error & { code?: string }, _request: FastifyRequest, reply: FastifyReply): void {
+export function frameworkErrors(error: Error & { code?: string }, request: FastifyRequest, reply: FastifyReply): void {
   const tooLong = error.code === 'FST_ERR_MAX_PARAM_LENGTH';
   const status = tooLong ? 414 : 400;
+  const message = tooLong ? 'URL path segment too long' : 'the URL is not valid';
   void reply
     .code(status)
     .header('content-type', 'application/json')
-    .send(errorBody(status, tooLong ? 'URL path segment too long' : 'the URL is not valid', tooLong ? 'uri_too_long' : 'invalid_url'));
+    .send(apiShapeOf(request.url) === 'anthropic'
+      ? JSON.stringify(anthropicErrorBody(status, message))
+      : errorBody(status, message, tooLong ? 'uri_too_long' : 'invalid_url'));
 }

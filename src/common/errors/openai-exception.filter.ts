@@ -1,8 +1,12 @@
 import { ArgumentsHost, Catch, ExceptionFilter, Logger } from '@nestjs/common';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { writeOpenAiError } from './error-response';
+import { apiShapeOf } from './api-shape';
+import { writeApiError } from './error-response';
 
-/** Every error that reaches Nest leaves as OpenAI-style JSON (or nothing once a stream started). */
+/**
+ * Every error that reaches Nest leaves as JSON in the shape of the route's API: OpenAI's, or
+ * Anthropic's on the Messages API routes (framework errors too: bad JSON, 413, 415, 404).
+ */
 @Catch()
 export class OpenAiExceptionFilter implements ExceptionFilter {
   private readonly logger = new Logger('HTTP');
@@ -13,6 +17,6 @@ export class OpenAiExceptionFilter implements ExceptionFilter {
     const request = http.getRequest<FastifyRequest>();
     const raw = reply.raw;
     if (!reply.sent) reply.hijack();
-    writeOpenAiError(raw, exception, this.logger, request?.id);
+    writeApiError(raw, exception, this.logger, request?.id, apiShapeOf(request?.url));
   }
 }

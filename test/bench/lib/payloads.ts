@@ -76,3 +76,40 @@ export function streamEvents(): Buffer[] {
   events.push(Buffer.from('data: [DONE]\n\n'));
   return events;
 }
+
+const question = [{ role: 'user', content: promptText }];
+
+/** The same prompt as a chat request (the baseline of the Messages API rows). */
+export function chatBody(stream: boolean): string {
+  return JSON.stringify({ model: 'bench-model', messages: question, max_tokens: STREAM_CHUNKS, temperature: 0, stream, ...(stream ? { stream_options: { include_usage: true, continuous_usage_stats: true } } : {}) });
+}
+
+/** The same prompt as an Anthropic Messages API request (converted to the chat above). */
+export function messagesBody(stream: boolean): string {
+  return JSON.stringify({ model: 'bench-model', messages: question, max_tokens: STREAM_CHUNKS, temperature: 0, stream });
+}
+
+/** The canned answers above in chat shape, for requests to /v1/chat/completions. */
+export const chatContextAnswer = JSON.stringify({
+  ...(JSON.parse(contextAnswer) as Record<string, unknown>),
+  object: 'chat.completion',
+  choices: [{ ...(JSON.parse(contextAnswer) as { choices: Record<string, unknown>[] }).choices[0], text: undefined, message: { role: 'assistant', content: 'A' } }],
+});
+
+export const chatGenerationAnswer = JSON.stringify({
+  ...(JSON.parse(generationAnswer) as Record<string, unknown>),
+  object: 'chat.completion',
+  choices: [{ index: 0, message: { role: 'assistant', content: ' lorem'.repeat(STREAM_CHUNKS) }, finish_reason: 'length' }],
+});
+
+export function chatStreamEvents(): Buffer[] {
+  const events: Buffer[] = [];
+  for (let i = 0; i < STREAM_CHUNKS; i++) {
+    const chunk = { id: 'chatcmpl-gen', object: 'chat.completion.chunk', created: 1_700_000_000, model: 'bench-model', choices: [{ index: 0, delta: { content: ' lorem' }, finish_reason: i === STREAM_CHUNKS - 1 ? 'length' : null }] };
+    events.push(Buffer.from(`data: ${JSON.stringify(chunk)}\n\n`));
+  }
+  const usage = { id: 'chatcmpl-gen', object: 'chat.completion.chunk', created: 1_700_000_000, model: 'bench-model', choices: [], usage: { prompt_tokens: 1, completion_tokens: STREAM_CHUNKS, total_tokens: STREAM_CHUNKS + 1 } };
+  events.push(Buffer.from(`data: ${JSON.stringify(usage)}\n\n`));
+  events.push(Buffer.from('data: [DONE]\n\n'));
+  return events;
+}

@@ -1,6 +1,6 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { contextAnswer, generationAnswer, streamEvents } from '../lib/payloads';
+import { chatContextAnswer, chatGenerationAnswer, chatStreamEvents, contextAnswer, generationAnswer, streamEvents } from '../lib/payloads';
 import { argOf, failChild, serveChild } from '../lib/proc-child';
 
 /**
@@ -11,6 +11,11 @@ import { argOf, failChild, serveChild } from '../lib/proc-child';
 const ctxBuf = Buffer.from(contextAnswer);
 const genBuf = Buffer.from(generationAnswer);
 const events = streamEvents();
+// Chat requests (the Messages API rows) get the same answers in chat shape.
+const chatCtxBuf = Buffer.from(chatContextAnswer);
+const chatGenBuf = Buffer.from(chatGenerationAnswer);
+const chatEvents = chatStreamEvents();
+const isChat = (req: IncomingMessage): boolean => req.url === '/v1/chat/completions';
 const STREAM_MARK = Buffer.from('"stream":true');
 
 function readBody(req: IncomingMessage, done: (body: Buffer) => void): void {
@@ -39,7 +44,7 @@ function sendJson(res: ServerResponse, buf: Buffer): void {
   res.end(buf);
 }
 
-function sendStream(res: ServerResponse): void {
+function sendStream(res: ServerResponse, events: Buffer[]): void {
   res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
   let i = 0;
   const next = (): void => {
@@ -64,11 +69,12 @@ async function listen(handler: (req: IncomingMessage, res: ServerResponse) => vo
 async function main(): Promise<void> {
   const ctxPort = await listen((req, res) => {
     if (common(req, res)) return;
-    readBody(req, () => sendJson(res, ctxBuf));
+    readBody(req, () => sendJson(res, isChat(req) ? chatCtxBuf : ctxBuf));
   }, Number(argOf('ctx-port', '0')));
   const genPort = await listen((req, res) => {
     if (common(req, res)) return;
-    readBody(req, (body) => (body.includes(STREAM_MARK) ? sendStream(res) : sendJson(res, genBuf)));
+    const chat = isChat(req);
+    readBody(req, (body) => (body.includes(STREAM_MARK) ? sendStream(res, chat ? chatEvents : events) : sendJson(res, chat ? chatGenBuf : genBuf)));
   }, Number(argOf('gen-port', '0')));
   serveChild([ctxPort, genPort], async () => undefined);
 }

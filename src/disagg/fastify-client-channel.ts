@@ -1,7 +1,10 @@
+import type { Logger } from '@nestjs/common';
 import type { FastifyReply } from 'fastify';
 import type { ServerResponse } from 'node:http';
-import { REQUEST_ID_HEADER } from '../common';
-import type { ClientChannel } from '../disagg/client-channel';
+import { ClientGoneError, HttpApiError, REQUEST_ID_HEADER } from '../common';
+import type { ApiShape } from '../common/errors/api-shape';
+import { writeApiError } from '../common/errors/error-response';
+import type { ClientChannel } from './client-channel';
 import { AbortHandle } from '../http-session/abort-handle';
 
 /** The live channels following each shutdown stop signal. */
@@ -100,4 +103,23 @@ export class FastifyClientChannel implements ClientChannel {
   end(): void {
     if (!this.res.writableEnded) this.res.end();
   }
+}
+
+/**
+ * Ends a request whose flow failed, on the front door's behalf: the router's own shutdown
+ * abort answers 503, a client that left gets nothing (its upstream calls are aborted), every
+ * other error is written once in the route's API shape.
+ */
+export function endFailedFlow(err: unknown, channel: FastifyClientChannel, logger: Logger, shape: ApiShape): void {
+  const id = channel.requestId;
+  if (err instanceof ClientGoneError && channel.stoppedForShutdown) {
+    writeApiError(channel.raw, new HttpApiError(503, 'the router is shutting down', { code: 'shutting_down' }), logger, id, shape);
+    return;
+  }
+  if (err instanceof ClientGoneError) {
+    logger.log(`[${id}] client disconnected; upstream calls aborted`);
+    channel.end();
+    return;
+  }
+  writeApiError(channel.raw, err, logger, id, shape);
 }

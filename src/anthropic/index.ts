@@ -1,0 +1,2 @@
+export { AnthropicModule } from './anthropic.module';
+export { countTokensToChat, messagesToChat, type ChatConversion } from './messages-request';

@@ -1,0 +1,34 @@
+import { packBody } from './msgpack-body';
+import { serializeRequest } from './serialize';
+
+type Body = Record<string, unknown>;
+
+/**
+ * One worker request body, encoded when the server it goes to is known: a retry may go to a
+ * server that takes the other encoding. Each encoding is made at most once. The JSON text has
+ * its own maker, so a body that is cheaper to write as text (ids spliced in as the text they
+ * came as) stays so for JSON workers; msgpack is always made from the object.
+ */
+export class WorkerBody {
+  private text: string | undefined;
+  private packed: Uint8Array | undefined;
+
+  constructor(
+    private readonly object: () => Body,
+    private readonly makeText: () => string = () => serializeRequest(object()),
+  ) {}
+
+  static of(body: Body): WorkerBody {
+    return new WorkerBody(() => body);
+  }
+
+  /** The JSON text (HttpApiError 400 when the client's body cannot be written). */
+  get json(): string {
+    return (this.text ??= this.makeText());
+  }
+
+  /** The msgpack bytes (HttpApiError 400 when the client's body cannot be written). */
+  get msgpack(): Uint8Array {
+    return (this.packed ??= packBody(this.object()));
+  }
+}
