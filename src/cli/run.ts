@@ -11,7 +11,6 @@ import { configFromCli } from './cli-config';
 
 /** TensorRT-LLM disaggregated-server keys this router reads but does not implement. */
 const TRTLLM_KEYS_IGNORED = [
-  'allow_request_chat_template',
   'gen_strip_message_history', 'gen_tokids_ctxbytes', 'num_workers', 'disagg_coordinator_url',
 ];
 

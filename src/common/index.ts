@@ -1,2 +1,3 @@
 export * from './errors';
 export * from './constants';
+export * from './request-chat-template';

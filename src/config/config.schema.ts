@@ -197,6 +197,10 @@ const simulateSchema = z.looseObject({
   tokens_per_block: positiveInt.optional(),
   /** Block-key algorithm the simulated workers announce and emit. */
   kv_hash_algo: z.enum(['v1_block_key', 'v2_sha256', 'v2_sha256_64']).optional(),
+  /** Data-parallel ranks per simulated worker, each with its own KV cache. */
+  dp_ranks: positiveInt.optional(),
+  /** The workers push KV events and load to a centralized KV router on 127.0.0.1 at this port (its router_port). */
+  kv_report_port: z.number().int().min(1).max(65535).optional(),
 });
 
 /**
@@ -242,6 +246,13 @@ export const routerConfigSchema = z.looseObject({
   node_id: z.number().int().min(0).max(255).optional(),
   /** context_first: context call, then generation call; generation_first: both sent together. */
   schedule_style: z.enum(['context_first', 'generation_first']).default('context_first'),
+  /**
+   * TensorRT-LLM's default-deny for a request's own `chat_template`: refused with 400 unless
+   * true; when allowed, a router that tokenizes renders it in a bounded sandbox.
+   */
+  allow_request_chat_template: z.boolean().default(false),
+  /** Write the request's conversation id into the worker bodies (`conversation_params`, `disaggregated_params.conversation_id`). */
+  forward_conversation_id: z.boolean().default(true),
   /** TensorRT-LLM's tracing block: OTLP/HTTP traces go to this URL (see README, Tracing). */
   otlp_config: z.looseObject({ otlp_traces_endpoint: z.url().optional() }).optional(),
   http_session: httpSessionSchema.default(() => httpSessionSchema.parse({})),

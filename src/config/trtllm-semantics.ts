@@ -11,7 +11,7 @@ const OWN_TOP_LEVEL_KEYS = new Set([
   'hostname', 'port', 'max_retries', 'perf_metrics_max_requests', 'return_perf_metrics', 'perf_metrics_output_dir',
   'context_servers', 'generation_servers', 'conditional_disagg_config', 'otlp_config', 'disagg_cluster', 'node_id',
   'schedule_style', 'allow_request_chat_template', 'gen_strip_message_history', 'gen_tokids_ctxbytes', 'num_workers',
-  'disagg_coordinator_url', 'metadata_server_config',
+  'disagg_coordinator_url', 'metadata_server_config', 'forward_conversation_id',
   'http_session', 'timeouts', 'limits', 'health', 'admin', 'logging', 'metrics', 'perf_metrics', 'shutdown', 'simulate', 'cluster',
 ]);
 

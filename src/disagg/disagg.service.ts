@@ -14,7 +14,7 @@ import { StreamRelay } from './stream-relay';
 import { WorkerBody } from './worker-body';
 import { WorkerBodyEncodings } from './worker-body-encodings';
 import {
-  type ContextAnswerOk, contextRequestBody, conversationIdOf, finishedContextAnswer, generationFirstBodies, generationRequest, parseContextAnswer, stripContextOnly, withPromptTokens,
+  type ContextAnswerOk, contextRequestBody, finishedContextAnswer, generationFirstBodies, generationRequest, parseContextAnswer, stripContextOnly, withConversation, withPromptTokens,
 } from './trtllm-protocol';
 import { protocolOf } from './kind-protocols';
 import { UpstreamDispatch } from './upstream-dispatch';
@@ -99,9 +99,10 @@ export class DisaggService {
     }
   }
 
-  private async run(flow: Flow, body: Body, disaggId: number): Promise<number> {
+  private async run(flow: Flow, clientBody: Body, disaggId: number): Promise<number> {
+    const { body, conversationId } = withConversation(clientBody, flow.routing.headers, this.config.forward_conversation_id);
     if (this.aggregated) return this.wholeRequest(flow, body);
-    if (this.config.schedule_style === 'generation_first') return this.generationFirst(flow, body, disaggId);
+    if (this.config.schedule_style === 'generation_first') return this.generationFirst(flow, body, disaggId, conversationId);
     // Checked here so the common path does not pay for an async call that returns nothing.
     const reserved = this.config.conditional_disagg_config ? await this.conditionalReservation(flow) : undefined;
     if (reserved?.skipContext) {
@@ -109,7 +110,7 @@ export class DisaggService {
       const whole = WorkerBody.of(withPromptTokens(flow.kind, stripContextOnly(body), flow.routing.tokenIds));
       return this.generate(flow, whole, undefined, [], reserved.held);
     }
-    const ctx = await this.contextPhase(flow, body, disaggId, reserved?.held);
+    const ctx = await this.contextPhase(flow, body, disaggId, conversationId, reserved?.held);
     if (ctx.refused) {
       flow.channel.sendJson(ctx.status, ctx.text);
       return ctx.status;
@@ -121,7 +122,7 @@ export class DisaggService {
       await this.relay.answerFromContext(flow, finishedContextAnswer(flow.kind, answer));
       return 200;
     }
-    const genBody = generationRequest(flow.kind, body, answer, disaggId);
+    const genBody = generationRequest(flow.kind, body, answer, disaggId, conversationId);
     flow.done.ctxRequestId = (answer.choice.disaggregated_params as { ctx_request_id?: number }).ctx_request_id;
     return this.generate(flow, genBody, protocolOf(flow.kind).contextUsage(answer.json), [ctx.server], reserved?.held);
   }
@@ -148,12 +149,12 @@ export class DisaggService {
     return { held, skipContext: matched > 0 && total - matched <= cond.max_local_prefill_length };
   }
 
-  private async contextPhase(flow: Flow, body: Body, disaggId: number, reservedGen: Reservation | undefined): Promise<ContextOutcome> {
+  private async contextPhase(flow: Flow, body: Body, disaggId: number, conversationId: unknown, reservedGen: Reservation | undefined): Promise<ContextOutcome> {
     flow.timings.contextStart = performance.now() - flow.started;
     const exclude = reservedGen ? [reservedGen.route.server.url] : [];
     const first = await this.dispatch.pick(flow, 'context', exclude);
     // Built once the context router picked: a KV-aware router may have tokenized the prompt.
-    const ctxBody = WorkerBody.of(contextRequestBody(flow.kind, body, flow.routing.tokenIds, disaggId));
+    const ctxBody = WorkerBody.of(contextRequestBody(flow.kind, body, flow.routing.tokenIds, disaggId, conversationId));
     const call = await this.dispatch.send(flow, 'context', first, ctxBody, exclude, this.contextTimeoutMs(), false);
     const { router, route, res } = call;
     flow.done.contextServer = route.server.url;
@@ -175,13 +176,13 @@ export class DisaggService {
   }
 
   /** schedule_style generation_first: both calls go out at once (see generationFirstBodies). */
-  private async generationFirst(flow: Flow, body: Body, disaggId: number): Promise<number> {
+  private async generationFirst(flow: Flow, body: Body, disaggId: number, conversationId: unknown): Promise<number> {
     flow.done.mode = 'generation_first';
     const ctx = await this.dispatch.pick(flow, 'context', []);
     const ctxServer = ctx.route.server;
     flow.done.contextServer = ctxServer.url;
     flow.done.ctxRequestId = disaggId;
-    const bodies = generationFirstBodies(withPromptTokens(flow.kind, body, flow.routing.tokenIds), disaggId, conversationIdOf(body), ctxServer.serverInfo);
+    const bodies = generationFirstBodies(withPromptTokens(flow.kind, body, flow.routing.tokenIds), disaggId, conversationId, ctxServer.serverInfo);
     const genBody = WorkerBody.of(bodies.generation);
     const ctxBody = WorkerBody.of(bodies.context);
     // Written before either call goes out: the two bodies nest alike, so both can be written.

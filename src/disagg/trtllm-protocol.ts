@@ -1,4 +1,4 @@
-import type { RequestKind } from '../routing';
+import { conversationIdOf, type RequestKind, type RoutingRequest } from '../routing';
 import { protocolOf } from './kind-protocols';
 import { serializeRequest } from './serialize';
 import { WorkerBody } from './worker-body';
@@ -13,8 +13,25 @@ export const GENERATION_FIRST = 1;
 
 type Body = Record<string, unknown>;
 
-export function conversationIdOf(body: Body): unknown {
-  return (body.disaggregated_params as Body | undefined)?.conversation_id;
+/**
+ * See docs/protocol.md "Conversation ids": the request's conversation id (body or headers) and
+ * the body carrying it in `conversation_params`; the two-phase bodies also put it in
+ * `disaggregated_params.conversation_id`. Not forwarding: a client's own
+ * `disaggregated_params.conversation_id` only, nothing written.
+ */
+export function withConversation(body: Body, headers: RoutingRequest['headers'], forward: boolean): { body: Body; conversationId: unknown } {
+  if (!forward) return { body, conversationId: (body.disaggregated_params as Body | undefined)?.conversation_id };
+  const conversationId = conversationIdOf(body, headers);
+  return { body: withConversationParams(body, conversationId), conversationId };
+}
+
+/** The request's conversation id as TensorRT-LLM's serve edge records it, in `conversation_params` (the client's other keys kept). */
+function withConversationParams(body: Body, conversationId: string | undefined): Body {
+  if (conversationId === undefined) return body;
+  const own = body.conversation_params;
+  const params = typeof own === 'object' && own !== null && !Array.isArray(own) ? (own as Body) : {};
+  if (params.conversation_id === conversationId) return body;
+  return { ...body, conversation_params: { ...params, conversation_id: conversationId } };
 }
 
 /**
@@ -37,8 +54,7 @@ export function stripContextOnly(body: Body): Body {
 }
 
 /** See docs/protocol.md "Two-phase request": the context_only request, never streamed. */
-export function contextRequestBody(kind: RequestKind, body: Body, tokenIds: number[] | undefined, disaggId: number): Body {
-  const conversationId = conversationIdOf(body);
+export function contextRequestBody(kind: RequestKind, body: Body, tokenIds: number[] | undefined, disaggId: number, conversationId: unknown): Body {
   return {
     ...withPromptTokens(kind, body, tokenIds),
     stream: false,
@@ -56,9 +72,9 @@ export function contextRequestBody(kind: RequestKind, body: Body, tokenIds: numb
  * disaggregated_params (turned generation_only) and, when it echoed them, the prompt's ids,
  * spliced in as the text they came as (no parse and re-stringify of the bulk of the body).
  */
-export function generationRequestText(kind: RequestKind, body: Body, ctx: ContextAnswerOk, disaggId: number): string {
+export function generationRequestText(kind: RequestKind, body: Body, ctx: ContextAnswerOk, disaggId: number, conversationId: unknown): string {
   const idsKey = protocolOf(kind).relayIdsKey;
-  const fixed = generationMembers(kind, body, ctx, disaggId);
+  const fixed = generationMembers(kind, ctx, disaggId, conversationId);
   if (ctx.promptIdsText === undefined) return serializeRequest({ ...body, ...fixed });
   const { [idsKey]: _replaced, ...rest } = body;
   const text = serializeRequest({ ...rest, ...fixed });
@@ -67,34 +83,36 @@ export function generationRequestText(kind: RequestKind, body: Body, ctx: Contex
 }
 
 /** The generation request as an object, for a msgpack worker: the echoed ids as numbers. */
-export function generationRequestObject(kind: RequestKind, body: Body, ctx: ContextAnswerOk, disaggId: number): Body {
-  const out: Body = { ...body, ...generationMembers(kind, body, ctx, disaggId) };
+export function generationRequestObject(kind: RequestKind, body: Body, ctx: ContextAnswerOk, disaggId: number, conversationId: unknown): Body {
+  const out: Body = { ...body, ...generationMembers(kind, ctx, disaggId, conversationId) };
   if (ctx.promptIdsText !== undefined) out[protocolOf(kind).relayIdsKey] = JSON.parse(ctx.promptIdsText) as number[];
   return out;
 }
 
 /** The generation request in the encoding of the server it goes to (see WorkerBody). */
-export function generationRequest(kind: RequestKind, body: Body, ctx: ContextAnswerOk, disaggId: number): WorkerBody {
-  return new WorkerBody(() => generationRequestObject(kind, body, ctx, disaggId), () => generationRequestText(kind, body, ctx, disaggId));
+export function generationRequest(kind: RequestKind, body: Body, ctx: ContextAnswerOk, disaggId: number, conversationId: unknown): WorkerBody {
+  return new WorkerBody(
+    () => generationRequestObject(kind, body, ctx, disaggId, conversationId),
+    () => generationRequestText(kind, body, ctx, disaggId, conversationId),
+  );
 }
 
 /** What a generation body carries beyond the client's: the kind's fixed members, relayed base64 ids, the params. */
-function generationMembers(kind: RequestKind, body: Body, ctx: ContextAnswerOk, disaggId: number): Body {
+function generationMembers(kind: RequestKind, ctx: ContextAnswerOk, disaggId: number, conversationId: unknown): Body {
   const protocol = protocolOf(kind);
   const b64 = ctx.json.prompt_token_ids_b64;
   return {
     ...protocol.workerFields,
     ...(protocol.relaysIdsB64 && typeof b64 === 'string' ? { prompt_token_ids_b64: b64 } : {}),
-    disaggregated_params: generationParams(body, ctx, disaggId),
+    disaggregated_params: generationParams(ctx, disaggId, conversationId),
   };
 }
 
-/** The context answer's disaggregated_params turned generation_only, with the client's conversation id. */
-function generationParams(body: Body, ctx: ContextAnswerOk, disaggId: number): Body {
+/** The context answer's disaggregated_params turned generation_only, with the request's conversation id. */
+function generationParams(ctx: ContextAnswerOk, disaggId: number, conversationId: unknown): Body {
   const params = { ...(ctx.choice.disaggregated_params as Body) };
   params.request_type = 'generation_only';
   params.disagg_request_id = disaggId;
-  const conversationId = conversationIdOf(body);
   if (conversationId !== undefined) params.conversation_id = conversationId;
   return params;
 }

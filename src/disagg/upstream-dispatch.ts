@@ -11,6 +11,7 @@ import { WorkerBodyEncodings } from './worker-body-encodings';
 import { WorkerCall } from './worker-call';
 import { RequestEvents, type UpstreamFailureEvent } from '../request-events';
 import type { Flow, Reservation } from './request-flow';
+import { bodyForRoute } from './route-hint';
 import { SameServerRetry } from './same-server-retry';
 import { ClientGoneError, HttpApiError, type UpstreamFailureKind } from '../common';
 
@@ -91,13 +92,15 @@ export class UpstreamDispatch {
       const { router, route } = held;
       const server = route.server;
       const encoder = this.encodings.encoderFor(server);
-      const payload = this.encode(flow, held, encoder, body);
+      // This pick's data-parallel rank, if it chose one: each attempt carries its own.
+      const routed = bodyForRoute(body, route.info);
+      const payload = this.encode(flow, held, encoder, routed);
       const limit = answerLimitFor(this.config.limits.max_answer_bytes, payload.length, flow.routing.body);
       flow.upstreamRole = role;
       flow.upstreamUrl = server.url;
       flow.trace?.callStarted(role, server.url, attempt, headers);
       try {
-        const json = (): string | Uint8Array => this.encode(flow, held, JSON_BODY, body);
+        const json = (): string | Uint8Array => this.encode(flow, held, JSON_BODY, routed);
         const { res, answerText } = await this.call.post(flow, server, headers, { encoder, payload, json, limit }, timeoutMs, stream);
         const status = res.statusCode;
         if (status === 200 || (status >= 400 && status < 500)) {

@@ -22,6 +22,11 @@ export class WorkerBody {
     return new WorkerBody(() => body);
   }
 
+  /** The same body changed by `edit` (written from the object in both encodings). */
+  map(edit: (body: Body) => Body): WorkerBody {
+    return WorkerBody.of(edit(this.object()));
+  }
+
   /** The JSON text (HttpApiError 400 when the client's body cannot be written). */
   get json(): string {
     return (this.text ??= this.makeText());

@@ -1,6 +1,7 @@
 import { DynamicModule, Module, type Type } from '@nestjs/common';
 import type { AppConfig } from '../config';
 import { KV_METRICS } from '../kv-cache';
+import { KV_REPORT_METRICS } from '../kv-events-zmq';
 import { ServersModule } from '../servers';
 import { WorkerClientModule } from '../worker-client';
 import { InFlightRequests } from './context/in-flight-requests';
@@ -42,8 +43,9 @@ export class ObservabilityModule {
         PerfMetricsJsonl, ResponsePerfMetrics,
         // The KV room reports applied events and failed polls through the metrics service.
         { provide: KV_METRICS, useExisting: MetricsService },
+        { provide: KV_REPORT_METRICS, useExisting: MetricsService },
       ],
-      exports: [MetricsService, PerfMetricsStore, RequestTracing, ResponsePerfMetrics, PerfMetricsJsonl, KV_METRICS],
+      exports: [MetricsService, PerfMetricsStore, RequestTracing, ResponsePerfMetrics, PerfMetricsJsonl, KV_METRICS, KV_REPORT_METRICS],
     };
   }
 }

@@ -1,4 +1,4 @@
-import { Controller, Logger, Optional, Post, Req, Res } from '@nestjs/common';
+import { Controller, Inject, Logger, Optional, Post, Req, Res } from '@nestjs/common';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { ClientTrafficGate } from '../admission/client-traffic-gate';
 import { ClientTraffic } from '../admission/client-traffic.decorator';
@@ -7,7 +7,8 @@ import type { RequestKind } from '../routing';
 import { requireJsonContentType } from '../common/json-content-type';
 import { endFailedFlow, FastifyClientChannel } from '../disagg/fastify-client-channel';
 import { validateOpenAiRequest } from './request-validation';
-import { HttpApiError } from '../common';
+import { ensureRequestChatTemplateAllowed, HttpApiError } from '../common';
+import { APP_CONFIG, type AppConfig } from '../config';
 import { RequestEvents } from '../request-events';
 
 /** The OpenAI-compatible front door: completions and chat, streamed or not. */
@@ -23,6 +24,7 @@ export class OpenAiController {
   constructor(
     private readonly disagg: DisaggService,
     private readonly events: RequestEvents,
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
     @Optional() private readonly traffic?: ClientTrafficGate,
   ) {}
 
@@ -46,6 +48,7 @@ export class OpenAiController {
     try {
       requireJsonContentType(req.headers['content-type']);
       body = validateOpenAiRequest(kind, req.body);
+      ensureRequestChatTemplateAllowed(body, this.config.allow_request_chat_template);
     } catch (err) {
       if (err instanceof HttpApiError) this.events.emit('refused', { requestId: req.id, status: err.getStatus() });
       throw err;

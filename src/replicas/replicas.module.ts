@@ -1,11 +1,13 @@
 import { DynamicModule, Module } from '@nestjs/common';
 import type { AppConfig } from '../config';
 import { KV_EVENT_PUBLISHER, KV_POLL_OWNERSHIP, KvCacheModule } from '../kv-cache';
+import { KV_REPORT_RELAY } from '../kv-events-zmq';
 import { ROUTED_BLOCKS_SINK } from '../routing';
 import { ServersModule } from '../servers';
 import { CLUSTER_ADMIN_VIEW, singleRouterView } from './cluster-admin-view';
 import { ClusterView } from './cluster-view.service';
 import { KvEventStream } from './kv-event-stream.service';
+import { KvReportRelayService } from './kv-report-relay.service';
 import { KvSnapshots } from './kv-snapshots.service';
 import { KvSync } from './kv-sync.service';
 import { PollLeases } from './poll-leases.service';
@@ -40,12 +42,14 @@ export class ReplicasModule {
         RoutedBlocksSharing,
         KvSync,
         ClusterView,
+        KvReportRelayService,
+        { provide: KV_REPORT_RELAY, useExisting: KvReportRelayService },
         { provide: KV_POLL_OWNERSHIP, useExisting: PollLeases },
         { provide: KV_EVENT_PUBLISHER, useExisting: KvEventStream },
         { provide: ROUTED_BLOCKS_SINK, useExisting: RoutedBlocksSharing },
         { provide: CLUSTER_ADMIN_VIEW, useExisting: ClusterView },
       ],
-      exports: [KV_POLL_OWNERSHIP, KV_EVENT_PUBLISHER, ROUTED_BLOCKS_SINK, CLUSTER_ADMIN_VIEW],
+      exports: [KV_POLL_OWNERSHIP, KV_EVENT_PUBLISHER, ROUTED_BLOCKS_SINK, CLUSTER_ADMIN_VIEW, KV_REPORT_RELAY],
     };
   }
 }

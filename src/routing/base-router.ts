@@ -44,6 +44,9 @@ export abstract class BaseRouter<A extends Readonly<Record<string, unknown>> = R
   /** Hook for policies that start background work or derive state from their args. */
   protected onInit(): void {}
 
+  /** Awaited once after init, before the router serves: binds what must be bound; throwing refuses to start. */
+  async start(): Promise<void> {}
+
   get servers(): readonly ServerState[] {
     return this.serverList;
   }

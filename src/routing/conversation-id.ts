@@ -1,5 +1,19 @@
-/** Request headers that carry a multi-turn id, in the order they are looked at. */
-export const CONVERSATION_ID_HEADERS = ['x-session-id', 'x-correlation-id', 'x-session-affinity', 'x-multi-turn-session-id'] as const;
+import { createHash } from 'node:crypto';
+
+/**
+ * Request headers that carry a multi-turn id, in the order they are looked at (TensorRT-LLM's
+ * order: Claude Code's headers first, then the generic ones).
+ */
+export const CONVERSATION_ID_HEADERS = [
+  'x-claude-code-session-id', 'x-claude-session-id', 'x-session-id', 'x-correlation-id', 'x-session-affinity', 'x-multi-turn-session-id',
+] as const;
+
+/**
+ * Longest id kept as it is. Workers accept ids of any length, so a longer one is not refused:
+ * it stands for its SHA-256 digest (`sha256:<hex>`), which keeps its conversation together
+ * while every table keyed by it stays small.
+ */
+export const MAX_CONVERSATION_ID_CHARS = 256;
 
 export type RequestHeaders = Readonly<Record<string, string | string[] | undefined>>;
 
@@ -8,10 +22,12 @@ export type RequestHeaders = Readonly<Record<string, string | string[] | undefin
  * body's `conversation_params.conversation_id` first (canonical), then
  * `disaggregated_params.conversation_id` (the older field), then the first non-empty header of
  * CONVERSATION_ID_HEADERS, then `prompt_cache_key` (sent by Codex and other OpenAI clients).
- * Values are trimmed; empty ones, and a numeric 0, are no id.
+ * Values are trimmed; empty ones, and a numeric 0, are no id; long ones are digested (see
+ * MAX_CONVERSATION_ID_CHARS).
  */
 export function conversationIdOf(body: Readonly<Record<string, unknown>>, headers?: RequestHeaders): string | undefined {
-  return idIn(body.conversation_params) ?? idIn(body.disaggregated_params) ?? headerId(headers) ?? idValue(body.prompt_cache_key);
+  const id = idIn(body.conversation_params) ?? idIn(body.disaggregated_params) ?? headerId(headers) ?? idValue(body.prompt_cache_key);
+  return id === undefined || id.length <= MAX_CONVERSATION_ID_CHARS ? id : `sha256:${createHash('sha256').update(id).digest('hex')}`;
 }
 
 function idIn(params: unknown): string | undefined {

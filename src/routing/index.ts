@@ -1,5 +1,6 @@
 export * from './base-router';
 export * from './conversation-id';
+export * from './policies/centralized-kv-cache-aware.policy';
 export * from './policies/conversation.policy';
 export * from './policies/kv-cache-aware.policy';
 export * from './policies/least-loaded';

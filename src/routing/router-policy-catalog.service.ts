@@ -78,6 +78,12 @@ export class RouterPolicyCatalog {
     // dependencies come from the policy's own module.
     const router = await this.moduleRef.resolve(entry.type, ContextIdFactory.create(), { strict: false });
     router.init({ policy: entry.meta.name, role, args });
+    try {
+      await router.start();
+    } catch (err) {
+      await router.close().catch(() => undefined);
+      throw new ConfigError(`${where}: routing policy '${entry.meta.name}' could not start: ${(err as Error).message}`);
+    }
     return router;
   }
 

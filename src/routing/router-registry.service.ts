@@ -26,7 +26,11 @@ export class RouterRegistry implements OnModuleInit, OnModuleDestroy {
   async onModuleInit(): Promise<void> {
     for (const role of SERVER_ROLES) {
       const spec = routerConfigFor(this.config, role);
-      const router = await this.registry.create(role, spec, undefined, true);
+      // A pool whose policy cannot start refuses the start: the other pool's router lets go of what it holds (a bound port).
+      const router = await this.registry.create(role, spec, undefined, true).catch(async (err: unknown) => {
+        await Promise.all([...this.routers.values()].map((r) => r.close().catch(() => undefined)));
+        throw err;
+      });
       router.onServersUpdated(this.servers.ready(role));
       this.routers.set(role, router);
       this.specs.set(role, spec);

@@ -28,6 +28,8 @@ export interface RouteInfo {
   tokenIds?: number[];
   /** Set when the prompt could not be tokenized with the model's own tokenizer: why. */
   untokenized?: string;
+  /** Written as `disaggregated_params.route_hint` into the body sent to this server (a data-parallel rank). */
+  routeHint?: { dp_rank: number };
   [key: string]: unknown;
 }
 

@@ -9,6 +9,7 @@ const TRTLLM_UNSUPPORTED_ARGS: Record<string, readonly string[]> = {
   load_balancing: [],
   round_robin: [],
   conversation: [],
+  centralized_kv_cache_aware: [],
 };
 
 export interface SplitRouterArgs {

@@ -6,13 +6,18 @@
  *                  [--tokenizer qwen3|bytes] [--ctx-check blind|registry]
  *                  [--prefill-ms-per-token X] [--decode-ms-per-token X] [--max-batch-size N]
  *                  [--disagg-cluster URI [--cluster-name NAME]] [--no-msgpack]
+ *                  [--dp-ranks N] [--kv-report-address tcp://HOST:PORT]
  * --no-msgpack plays a worker older than TensorRT-LLM's msgpack bodies: it answers them 400.
+ * With --kv-report-address each worker pushes its KV events and load to a centralized KV router
+ * there (one report stream per data-parallel rank), signed with TLLM_CENTRALIZED_ROUTER_HMAC_KEY
+ * when it is set, as TensorRT-LLM's workers do.
  * With --disagg-cluster each worker registers itself in that disagg_cluster and heartbeats,
  * as TensorRT-LLM's workers do (with env DISAGG_CLUSTER_API_KEY as the storage's bearer token). Workers of one process share a context registry; across processes use --ctx-check blind
  * (the default here). Stops on SIGINT/SIGTERM.
  */
 import { ClusterWorkerRegistration, type ClusterWorkerOptions } from '../discovery/cluster/cluster-worker-registration';
 import { isKvHashAlgo, KV_HASH_ALGOS } from '../kv-cache/hash-algos';
+import { hmacKeyFromEnv } from '../kv-events-zmq/report-frame';
 import { CtxRegistry } from './ctx-registry';
 import { LatencyOptions, LatencyPreset, resolveLatency } from './latency-model';
 import { CtxCheck, SIM_ROLES, SimRole } from './sim-options';
@@ -34,6 +39,9 @@ interface CliArgs {
   /** Register the workers in this disagg_cluster (cluster_uri) and heartbeat them. */
   disaggCluster?: string;
   clusterName?: string;
+  dpRanks?: number;
+  /** Push KV reports to this centralized KV router endpoint. */
+  kvReportAddress?: string;
   /** false: answer msgpack bodies 400, as an older TensorRT-LLM worker does. */
   msgpack: boolean;
 }
@@ -41,7 +49,7 @@ interface CliArgs {
 const USAGE =
   'usage: sim --role context|generation|mixed --port N [--count N] [--latency zero|demo] [--kv-blocks N] ' +
   '[--tokens-per-block N] [--kv-hash-algo v1_block_key|v2_sha256|v2_sha256_64] [--host H] [--model NAME] [--tokenizer qwen3|bytes] [--ctx-check blind|registry] ' +
-  '[--prefill-ms-per-token X] [--decode-ms-per-token X] [--max-batch-size N] [--disagg-cluster URI [--cluster-name NAME]] [--no-msgpack]';
+  '[--prefill-ms-per-token X] [--decode-ms-per-token X] [--max-batch-size N] [--disagg-cluster URI [--cluster-name NAME]] [--no-msgpack] [--dp-ranks N] [--kv-report-address tcp://HOST:PORT]';
 
 export function parseCliArgs(argv: string[]): CliArgs {
   const args: CliArgs = { role: 'mixed', host: '127.0.0.1', port: 8001, count: 1, latency: 'zero', latencyOverrides: {}, ctxCheck: 'blind', msgpack: true };
@@ -100,6 +108,13 @@ export function parseCliArgs(argv: string[]): CliArgs {
         break;
       }
       case '--cluster-name': args.clusterName = value(); break;
+      case '--dp-ranks': args.dpRanks = Math.max(1, Math.floor(num())); break;
+      case '--kv-report-address': {
+        const address = value();
+        if (!/^tcp:\/\/[^/]+:\d+$/.test(address)) throw new Error('--kv-report-address must be tcp://HOST:PORT');
+        args.kvReportAddress = address;
+        break;
+      }
       case '--no-msgpack': args.msgpack = false; break;
       case '-h':
       case '--help':
@@ -139,6 +154,8 @@ async function main(): Promise<void> {
         ctxCheck: args.ctxCheck,
         registry,
         preloadTokenizer: true,
+        dpRanks: args.dpRanks,
+        kvReports: args.kvReportAddress ? { address: args.kvReportAddress, hmacKey: hmacKeyFromEnv(process.env.TLLM_CENTRALIZED_ROUTER_HMAC_KEY) } : undefined,
         msgpack: args.msgpack,
       });
       workers.push(w);

@@ -1,3 +1,4 @@
+import { hmacKeyFromEnv } from '../kv-events-zmq/report-frame';
 import { startSimCluster } from './index';
 
 export interface EmbeddedClusterOptions {
@@ -7,6 +8,8 @@ export interface EmbeddedClusterOptions {
   kv_blocks?: number;
   tokens_per_block?: number;
   kv_hash_algo?: string;
+  dp_ranks?: number;
+  kv_report_port?: number;
 }
 
 /** The simulated cluster `npm start` serves from, on free loopback ports in this process. */
@@ -19,6 +22,10 @@ export async function startEmbeddedCluster(options: EmbeddedClusterOptions): Pro
     ...(options.kv_blocks ? { kvBlocks: options.kv_blocks } : {}),
     ...(options.tokens_per_block ? { tokensPerBlock: options.tokens_per_block } : {}),
     ...(options.kv_hash_algo ? { kvHashAlgo: options.kv_hash_algo } : {}),
+    ...(options.dp_ranks ? { dpRanks: options.dp_ranks } : {}),
+    ...(options.kv_report_port
+      ? { kvReports: { address: `tcp://127.0.0.1:${options.kv_report_port}`, hmacKey: hmacKeyFromEnv(process.env.TLLM_CENTRALIZED_ROUTER_HMAC_KEY) } }
+      : {}),
   });
   return { contextUrls: cluster.contextUrls, generationUrls: cluster.generationUrls, close: () => cluster.close() };
 }

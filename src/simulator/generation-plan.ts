@@ -17,6 +17,8 @@ export interface GenerationPlan {
   initialDelayMs: number;
   decodeSteps: number;
   consumeCtxId?: number;
+  /** The data-parallel rank that served it. */
+  dpRank: number;
   /** For /perf_metrics: the request's ctx_request_id and arrival on the worker's clock. */
   perfCtxId?: number;
   arrivedAt: number;
@@ -32,8 +34,11 @@ export function planGeneration(state: SimState, sr: SimRequest, fault: FaultRule
   let completionTokens = 0;
   let prefillTokens = 0;
   const firstTokens = sr.type === 'generation_only' ? (sr.disagg!.first_gen_tokens ?? undefined) : undefined;
+  const dpRank = state.rankFor(sr.disagg?.route_hint);
+  state.counters.byDpRank[dpRank] = (state.counters.byDpRank[dpRank] ?? 0) + 1;
+  const kv = state.kvRanks[dpRank];
   for (const prompt of sr.prompts) {
-    const admitted = state.kv.admit(prompt, state.kv.chainFor(prompt, sr.cacheSalt));
+    const admitted = kv.admit(prompt, kv.chainFor(prompt, sr.cacheSalt));
     const g = generator.generate(prompt, sr.type === 'context_only' ? 1 : sr.maxTokens, sr.stop, firstTokens);
     gens.push(g);
     promptTokens += prompt.length;
@@ -51,6 +56,7 @@ export function planGeneration(state: SimState, sr: SimRequest, fault: FaultRule
     gens,
     initialDelayMs: lat.overheadMs + prefillTokens * lat.prefillMsPerToken + (fault?.kind === 'slow' ? (fault.delayMs ?? 1000) : 0),
     decodeSteps: sr.type === 'context_only' ? 0 : Math.max(0, ...gens.map((g) => g.tokenIds.length - 1)),
+    dpRank,
     arrivedAt: state.perf.now(),
   };
   if (sr.type === 'context_only') {

@@ -7,6 +7,8 @@ export class SimCounters {
   byType: Record<RequestType, number> = { context_only: 0, generation_only: 0, plain: 0 };
   /** Answered with 4xx by the worker's own checks (bad body, unknown ctx_request_id, ...). */
   rejected = 0;
+  /** Generation requests per data-parallel rank. */
+  byDpRank: number[] = [];
   /** Generation request bodies decoded, by their encoding (docs/protocol.md "Body encoding"). */
   byEncoding = { json: 0, msgpack: 0 };
   private receivedRing: unknown[] = [];
@@ -36,6 +38,7 @@ export class SimCounters {
     this.byEndpoint = {};
     this.byType = { context_only: 0, generation_only: 0, plain: 0 };
     this.rejected = 0;
+    this.byDpRank = [];
     this.byEncoding = { json: 0, msgpack: 0 };
     this.receivedRing = [];
   }

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { V1_BLOCK_KEY_ALGO } from '../kv-cache/block-hash';
 import { isKvHashAlgo, KV_HASH_ALGOS } from '../kv-cache/hash-algos';
 import { CtxRegistry } from './ctx-registry';
@@ -52,11 +53,32 @@ export interface SimWorkerOptions {
   keepReceived?: number;
   /** Fault rules active from the start. */
   faults?: FaultRule[];
+  /** Data-parallel ranks, each with its own KV cache, default 1; a request's `route_hint.dp_rank` picks one, else they take turns. */
+  dpRanks?: number;
+  /** The instance id announced as /server_info `worker_id`, default a fresh one. */
+  workerId?: string;
+  /** Push KV events and load to a centralized KV router's ZMQ endpoint, as TensorRT-LLM's reporter does. */
+  kvReports?: SimKvReportOptions;
   /**
    * Decodes bodies flagged `X-TRTLLM-Msgpack: 1`, as the newest TensorRT-LLM workers do (default
    * true); false plays an older worker, which answers them 400 (docs/protocol.md "Body encoding").
    */
   msgpack?: boolean;
+}
+
+export interface SimKvReportOptions {
+  /** The router's endpoint, `tcp://host:port`. */
+  address: string;
+  /** The shared HMAC key (TLLM_CENTRALIZED_ROUTER_HMAC_KEY); none: unsigned frames. */
+  hmacKey?: Buffer;
+  /** `ctx` or `gen`; default from the role (context: ctx, else gen). */
+  namespace?: string;
+  /** One report per rank (`<worker_id>:rank<N>`, default), or the worker as a whole. */
+  perRank?: boolean;
+  /** How often new events are pushed, default 10 ms. */
+  eventIntervalMs?: number;
+  /** How often load is pushed, default 500 ms. */
+  loadIntervalMs?: number;
 }
 
 export interface ResolvedSimOptions {
@@ -77,6 +99,9 @@ export interface ResolvedSimOptions {
   maxSeqLen: number;
   maxBodyBytes: number;
   keepReceived: number;
+  dpRanks: number;
+  workerId: string;
+  kvReports: SimKvReportOptions | undefined;
   msgpack: boolean;
 }
 
@@ -108,6 +133,9 @@ export function resolveSimOptions(opts: SimWorkerOptions): ResolvedSimOptions {
     maxSeqLen: int('maxSeqLen', opts.maxSeqLen, 32_768, 1),
     maxBodyBytes: int('maxBodyBytes', opts.maxBodyBytes, 4 * 1024 * 1024, 1),
     keepReceived: int('keepReceived', opts.keepReceived, 20, 0),
+    dpRanks: int('dpRanks', opts.dpRanks, 1, 1),
+    workerId: opts.workerId ?? `sim-${randomUUID()}`,
+    kvReports: opts.kvReports,
     msgpack: opts.msgpack ?? true,
   };
 }

@@ -79,7 +79,7 @@ export class SimRequestHandler {
         c.count('kv_cache_events');
         // Drain only when answering, so a failed poll does not lose events.
         return readBody(req, maxBody, res, () =>
-          this.simple('kv_cache_events', req, res, () => sendJson(res, 200, serializeKvEvents(state.kv.drainEvents()))),
+          this.simple('kv_cache_events', req, res, () => sendJson(res, 200, state.options.kvReports ? '[]' : serializeKvEvents(state.kv.drainEvents()))),
         );
       case '/perf_metrics':
       case '/steady_clock_offset':
@@ -103,6 +103,7 @@ export class SimRequestHandler {
     const state = this.state;
     return {
       kv_cache_hash_algo: state.options.kvHashAlgo,
+      worker_id: state.options.workerId,
       server_role: state.role,
       model: state.options.model,
       tokens_per_block: state.options.tokensPerBlock,
@@ -164,7 +165,10 @@ export class SimRequestHandler {
     if (fault && answerTerminalFault(state, fault, req, res)) return;
     const refusal = this.checkRole(sr);
     if (refusal) return this.reject(res, refusal);
-    answerGeneration(state, req, res, planGeneration(state, sr, fault));
+    const plan = planGeneration(state, sr, fault);
+    state.rankInFlight[plan.dpRank]++;
+    res.once('close', () => state.rankInFlight[plan.dpRank]--);
+    answerGeneration(state, req, res, plan);
   }
 
   private checkRole(sr: SimRequest): string | undefined {

@@ -18,7 +18,13 @@ export class SimState {
   readonly options: ResolvedSimOptions;
   readonly role: SimRole;
   readonly registry: CtxRegistry | undefined;
+  /** Rank 0's cache: the whole worker's when it has one rank. */
   readonly kv: SimKvCache;
+  /** One KV cache per data-parallel rank. */
+  readonly kvRanks: SimKvCache[];
+  /** Requests in flight per rank (the load a KV reporter pushes). */
+  readonly rankInFlight: number[];
+  private nextRank = 0;
   readonly faults = new FaultInjector();
   readonly perf = new SimPerfMetrics();
   readonly counters: SimCounters;
@@ -40,14 +46,23 @@ export class SimState {
     this.latency = resolveLatency(opts.latency);
     this.slots = new BatchSlots(this.latency.maxBatchSize);
     this.counters = new SimCounters(this.options.keepReceived);
-    this.kv = new SimKvCache({
+    this.kvRanks = Array.from({ length: this.options.dpRanks }, () => new SimKvCache({
       capacityBlocks: this.options.kvBlocks,
       tokensPerBlock: this.options.tokensPerBlock,
       hashAlgo: this.options.kvHashAlgo,
       windowSize: this.options.windowSize,
       maxBufferedEvents: this.options.maxBufferedEvents,
-    });
+    }));
+    this.kv = this.kvRanks[0];
+    this.rankInFlight = this.kvRanks.map(() => 0);
     if (opts.faults) this.faults.set(opts.faults);
+  }
+
+  /** The rank a request runs on: its `route_hint.dp_rank` when valid, else the next in turn. */
+  rankFor(routeHint: unknown): number {
+    const rank = (routeHint as { dp_rank?: unknown } | null | undefined)?.dp_rank;
+    if (typeof rank === 'number' && Number.isInteger(rank) && rank >= 0 && rank < this.kvRanks.length) return rank;
+    return this.nextRank++ % this.kvRanks.length;
   }
 
   get tokenizer(): TextTokenizer {

@@ -9,6 +9,7 @@ import { urlHost } from './sim-http';
 import type { SimKvCache } from './sim-kv-cache';
 import type { ResolvedSimOptions, SimRole, SimWorkerOptions } from './sim-options';
 import { SimRequestHandler } from './sim-request-handler';
+import { SimKvReporter } from './sim-kv-reporter';
 import { SimState } from './sim-state';
 
 export interface SimWorkerStats {
@@ -20,6 +21,8 @@ export interface SimWorkerStats {
     byType: Record<RequestType, number>;
     /** Answered with 4xx by the worker's own checks (bad body, unknown ctx_request_id, ...). */
     rejected: number;
+    /** Generation requests per data-parallel rank. */
+    byDpRank: number[];
     /** Generation request bodies decoded, by encoding. */
     byEncoding: { json: number; msgpack: number };
   };
@@ -42,6 +45,7 @@ export class SimWorker {
   private readonly server: http.Server;
   private readonly sockets = new Set<Socket>();
   private closing: Promise<void> | undefined;
+  private reporter: SimKvReporter | undefined;
 
   private constructor(opts: SimWorkerOptions) {
     this.state = new SimState(opts);
@@ -72,6 +76,10 @@ export class SimWorker {
     });
     state.port = (worker.server.address() as AddressInfo).port;
     state.url = `http://${urlHost(state.options.host)}:${state.port}`;
+    if (state.options.kvReports) {
+      worker.reporter = new SimKvReporter(state, state.options.kvReports);
+      worker.reporter.start();
+    }
     return worker;
   }
 
@@ -81,6 +89,26 @@ export class SimWorker {
 
   get kv(): SimKvCache {
     return this.state.kv;
+  }
+
+  /** One KV cache per data-parallel rank. */
+  get kvRanks(): readonly SimKvCache[] {
+    return this.state.kvRanks;
+  }
+
+  /** The instance id of /server_info `worker_id`. */
+  get workerId(): string {
+    return this.state.options.workerId;
+  }
+
+  /** Frames pushed to the centralized KV router so far (0 when not pushing). */
+  get kvReportsSent(): number {
+    return this.reporter?.sent ?? 0;
+  }
+
+  /** Stops pushing KV reports: the router sees the worker fall silent. */
+  stopKvReports(): Promise<void> {
+    return this.reporter?.stop() ?? Promise.resolve();
   }
 
   get registry(): CtxRegistry | undefined {
@@ -157,7 +185,7 @@ export class SimWorker {
     return {
       role: this.role,
       url: this.url,
-      requests: { total: c.total, byEndpoint: { ...c.byEndpoint }, byType: { ...c.byType }, rejected: c.rejected, byEncoding: { ...c.byEncoding } },
+      requests: { total: c.total, byEndpoint: { ...c.byEndpoint }, byType: { ...c.byType }, rejected: c.rejected, byDpRank: [...c.byDpRank], byEncoding: { ...c.byEncoding } },
       faultsInjected: { ...faults.injected },
       openConnections: this.sockets.size,
       inFlight: this.state.inFlight,
@@ -171,6 +199,7 @@ export class SimWorker {
   /** Closes the server, destroys open sockets (hanging requests included) and clears timers. */
   close(): Promise<void> {
     this.closing ??= (async () => {
+      await this.reporter?.stop();
       for (const scope of [...this.state.scopes]) scope.finish();
       const serverClosed = new Promise<void>((resolve) => this.server.close(() => resolve()));
       const socketsClosed = [...this.sockets].map(

@@ -42,32 +42,89 @@ function checkTokenizerJson(file: string): void {
   if (typeof json !== 'object' || json === null || typeof json.model !== 'object') throw new Error(`${file} has no tokenizer model`);
 }
 
+/** Directories named by `tokenizer_dir` / `custom_tokenizer`: a request's `model` may name one of them. */
+const configuredDirs = new Set<string>();
+
+/** Marks a configured tokenizer directory (the router block's `tokenizer_dir`). */
+export function allowConfiguredTokenizerDir(dir: string): void {
+  configuredDirs.add(path.resolve(dir));
+}
+
+const MAX_MODEL_NAME_CHARS = 512;
+
+/** Bounds of what request model names can make the router keep (README "Routing policies"). */
+export const MODEL_TOKENIZER_BOUNDS = {
+  /** Distinct tokenizers loaded for request models (each holds its vocabulary in memory). */
+  maxLoaded: 16,
+  /** Model names remembered as having no tokenizer (least recently used forgotten). */
+  maxUnknown: 1024,
+};
+
 /**
- * Finds the tokenizer of a request's `model` as TensorRT-LLM's router does without
- * downloading: the model name as a local directory, then as a hub id in the local Hugging Face
- * cache. Results, found or not, are kept per model name; a model without one is logged once.
+ * Finds the tokenizer of a request's `model` without downloading: a configured tokenizer
+ * directory the name equals, else a hub id (`ORG/NAME`) in the local Hugging Face cache. No
+ * other path is opened: the model name comes from the client. Results are kept per name,
+ * bounded (MODEL_TOKENIZER_BOUNDS); a model without one is logged once while remembered.
  */
 export class ModelTokenizerResolver {
-  private readonly byModel = new Map<string, ModelTokenizer | null>();
+  private readonly found = new Map<string, ModelTokenizer>();
+  /** Insertion order is recency order: the first entry is the least recently used. */
+  private readonly unknown = new Set<string>();
+  private quiet = false;
+
+  constructor(private readonly bounds = MODEL_TOKENIZER_BOUNDS) {}
 
   resolve(model: unknown): ModelTokenizer | undefined {
     const name = typeof model === 'string' ? model : '';
-    const known = this.byModel.get(name);
-    if (known !== undefined) return known ?? undefined;
-    let found: ModelTokenizer | null = null;
-    try {
-      const dir = name && hasTokenizerFiles(name) ? name : name ? hfCachedSnapshot(name) : undefined;
-      if (dir) found = loadModelTokenizer(dir);
-    } catch (err) {
-      logger.warn(`the tokenizer of model "${name}" cannot be loaded: ${(err as Error).message}`);
+    // Not a name any tokenizer has: neither looked up nor kept.
+    if (name.length > MAX_MODEL_NAME_CHARS) return undefined;
+    const known = this.found.get(name);
+    if (known) return known;
+    if (this.unknown.has(name)) {
+      this.unknown.delete(name);
+      this.unknown.add(name);
+      return undefined;
     }
-    if (!found) {
+    const dir = this.found.size < this.bounds.maxLoaded ? tokenizerDirOf(name) : undefined;
+    let tokenizer: ModelTokenizer | undefined;
+    try {
+      if (dir) tokenizer = loadModelTokenizer(dir);
+    } catch (err) {
+      logger.warn(`the tokenizer of model "${printable(name)}" cannot be loaded: ${(err as Error).message}`);
+    }
+    if (tokenizer) {
+      this.found.set(name, tokenizer);
+      return tokenizer;
+    }
+    if (this.unknown.size < this.bounds.maxUnknown) {
       logger.warn(
-        `no tokenizer for model "${name || '(none)'}" (neither a local directory nor in the Hugging Face cache ${hfHubCacheDir()}): ` +
+        `no tokenizer for model "${printable(name) || '(none)'}" (neither a configured tokenizer_dir nor a hub id in the Hugging Face cache ${hfHubCacheDir()}): ` +
           'its prompts are forwarded as text and routed by load only',
       );
+    } else if (!this.quiet) {
+      this.quiet = true;
+      logger.warn(`more than ${this.bounds.maxUnknown} model names without a tokenizer: the next ones are not logged`);
     }
-    this.byModel.set(name, found);
-    return found ?? undefined;
+    this.unknown.add(name);
+    if (this.unknown.size > this.bounds.maxUnknown) this.unknown.delete(this.unknown.values().next().value!);
+    return undefined;
   }
+
+  /** Names remembered, found or not (for tests). */
+  get size(): { found: number; unknown: number } {
+    return { found: this.found.size, unknown: this.unknown.size };
+  }
+}
+
+/** The directory a model name may stand for: a configured one, or a validated hub id's cached snapshot. */
+function tokenizerDirOf(name: string): string | undefined {
+  if (!name) return undefined;
+  if (configuredDirs.size > 0 && configuredDirs.has(path.resolve(name))) return path.resolve(name);
+  return hfCachedSnapshot(name);
+}
+
+/** A name as it goes into a log line: short, without control characters. */
+function printable(name: string): string {
+  const clean = name.replace(/[\u0000-\u001f\u007f]/g, '?');
+  return clean.length > 200 ? `${clean.slice(0, 200)}...` : clean;
 }

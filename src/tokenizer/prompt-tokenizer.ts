@@ -2,8 +2,9 @@ import { getTokenizer } from './builtin-tokenizers';
 import { renderQwen3Chat } from './chatml-template';
 import type { ChatMessage } from './text-tokenizer';
 import { ChatTemplateError, type ChatTemplateInput } from './hf/chat-template';
+import { RequestTemplateRenderer } from './hf/request-template-renderer';
 import type { PromptRequest } from './prompt-request';
-import { loadModelTokenizer, ModelTokenizerResolver, type ModelTokenizer } from './model-tokenizers';
+import { allowConfiguredTokenizerDir, loadModelTokenizer, ModelTokenizerResolver, type ModelTokenizer } from './model-tokenizers';
 import { chatRendersPlainly, promptSourceOf } from './prompt-tokens';
 import { acquireTokenizerThreads, releaseTokenizerThreads, THREADED_TOKENIZERS, type TokenizerThreadPool } from './tokenizer-threads';
 
@@ -43,12 +44,16 @@ export interface PromptTokens {
 export class PromptTokenizer {
   private readonly configured?: ModelTokenizer;
   private readonly resolver = new ModelTokenizerResolver();
+  private readonly requestTemplates = new RequestTemplateRenderer();
   private builtinPool?: TokenizerThreadPool;
   private modelPool?: TokenizerThreadPool;
 
   constructor(private readonly args: PromptTokenizerArgs) {
     const dir = args.tokenizer_dir ?? args.custom_tokenizer;
-    if (dir !== undefined) this.configured = loadModelTokenizer(dir, args.tokenizer_threads === 0);
+    if (dir !== undefined) {
+      this.configured = loadModelTokenizer(dir, args.tokenizer_threads === 0);
+      allowConfiguredTokenizerDir(dir);
+    }
   }
 
   async tokenize(request: PromptRequest): Promise<PromptTokens> {
@@ -68,7 +73,9 @@ export class PromptTokenizer {
     if (!model.templates.hasTemplate) return { lists: [], untokenized: 'no_chat_template' };
     let text: string;
     try {
-      text = model.templates.render(templateInput(body));
+      const input = templateInput(body);
+      // A template the request brings is the client's program: rendered in the sandbox, its failures are the client's 400.
+      text = model.templates.isRequestTemplate(input) ? await this.requestTemplates.render(model.templates, input) : model.templates.render(input);
     } catch (err) {
       if (!(err instanceof ChatTemplateError)) throw err;
       return { lists: [], untokenized: 'chat_template_error' };
@@ -79,6 +86,7 @@ export class PromptTokenizer {
   }
 
   async close(): Promise<void> {
+    await this.requestTemplates.close();
     if (this.builtinPool) await releaseTokenizerThreads(this.args.tokenizer ?? 'qwen3', this.builtinPool);
     if (this.modelPool) await releaseTokenizerThreads(MODEL_POOL, this.modelPool);
   }

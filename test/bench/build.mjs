@@ -14,7 +14,7 @@ import { dirname, join, relative } from 'node:path';
 const root = process.cwd();
 const abRef = process.argv.find((a) => a.startsWith('--ab='))?.slice('--ab='.length);
 const out = join(root, abRef ? 'dist-bench/ab' : 'dist-bench');
-const dirs = ['src', 'test/support', 'test/bench'];
+const dirs = ['src', 'test/support', 'test/routing/support', 'test/bench'];
 let sourceRoot = root;
 if (abRef) {
   sourceRoot = await mkdtemp(join(tmpdir(), 'disagg-bench-ab-'));

@@ -1,5 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
-import { CONVERSATION_ID_HEADERS, conversationIdOf } from '../../src/routing';
+import { CONVERSATION_ID_HEADERS, conversationIdOf, MAX_CONVERSATION_ID_CHARS } from '../../src/routing';
 
 describe('conversation id sources and their precedence', () => {
   it('reads each source alone', () => {
@@ -32,5 +32,25 @@ describe('conversation id sources and their precedence', () => {
     expect(conversationIdOf({ conversation_params: 'not-an-object' })).toBeUndefined();
     expect(conversationIdOf({}, { 'x-session-id': ['first', 'second'] })).toBe('first');
     expect(conversationIdOf({ prompt_cache_key: '' }, {})).toBeUndefined();
+  });
+});
+
+describe('conversation ids as TensorRT-LLM reads them today', () => {
+  it('looks at Claude Code headers first, then the generic ones', () => {
+    expect(CONVERSATION_ID_HEADERS.slice(0, 2)).toEqual(['x-claude-code-session-id', 'x-claude-session-id']);
+    const headers = { 'x-session-id': 'generic', 'x-claude-session-id': 'claude', 'x-claude-code-session-id': 'claude-code' };
+    expect(conversationIdOf({}, headers)).toBe('claude-code');
+    expect(conversationIdOf({}, { ...headers, 'x-claude-code-session-id': ' ' })).toBe('claude');
+    expect(conversationIdOf({ conversation_params: { conversation_id: 'body' } }, headers)).toBe('body');
+  });
+
+  it('keeps ids up to the limit as they are and digests longer ones, the same id to the same digest', () => {
+    const atLimit = 'a'.repeat(MAX_CONVERSATION_ID_CHARS);
+    expect(conversationIdOf({ prompt_cache_key: atLimit })).toBe(atLimit);
+    const long = `${atLimit}b`;
+    const digest = conversationIdOf({ prompt_cache_key: long });
+    expect(digest).toMatch(/^sha256:[0-9a-f]{64}$/);
+    expect(conversationIdOf({ conversation_params: { conversation_id: ` ${long} ` } })).toBe(digest);
+    expect(conversationIdOf({ prompt_cache_key: `${atLimit}c` })).not.toBe(digest);
   });
 });

@@ -117,4 +117,18 @@ describe('conversation', () => {
     expect(r.sessionServer('a')).toBeDefined();
     expect(r.sessionServer('c')).toBeDefined();
   });
+
+  it('evicts the least recently used sessions beyond max_table_bytes, and gives the bytes back', async () => {
+    const { r, s } = make({ max_table_bytes: 20_000 });
+    for (let i = 0; i < 40; i++) {
+      await r.getNextServer(request(conv(`long-${i}`, tokens(33, 1_000 + i))));
+      expect(r.sessionTableBytes).toBeLessThanOrEqual(20_000);
+    }
+    expect(r.sessionCount).toBeLessThan(40);
+    expect(r.sessionServer('long-39')).toBeDefined();
+    expect(r.sessionServer('long-0')).toBeUndefined();
+    for (const server of s) r.removeServer(server);
+    expect(r.sessionCount).toBe(0);
+    expect(r.sessionTableBytes).toBe(0);
+  });
 });

@@ -22,7 +22,7 @@ describe('policy selection from config', () => {
     const err = await initError({ generation_servers: pool({ type: 'fastest' }) });
     expect(err.message).toContain("unknown routing policy 'fastest'");
     expect(err.message).toContain('generation_servers.router.type');
-    expect(err.message).toMatch(/available: conversation, kv_cache_aware, load_balancing, round_robin/);
+    expect(err.message).toMatch(/available: centralized_kv_cache_aware, conversation, kv_cache_aware, load_balancing, round_robin/);
   });
 
   it('validates argument values with the policy schema and names the key (unknown keys are only warned about)', async () => {

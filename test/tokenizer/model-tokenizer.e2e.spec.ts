@@ -1,28 +1,16 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { createRouterApp } from '../../src/app.factory';
 import { buildConfig } from '../../src/config';
 import { useFakeCluster, type FakeClusterHandle } from '../support/router-cluster';
 import { postJson } from '../support/router-app';
-import { fixtureCases, fixtureDir } from './support/fixtures';
+import { fakeHubCache, fixtureCases, fixtureDir } from './support/fixtures';
 
 const MODELS = ['llama3', 'deepseek_v3', 'gemma3'];
 const CASES = ['completion_plain', 'completion_unicode', 'completion_long', 'chat_multi_turn', 'chat_tools', 'chat_unicode'];
 const kvRouter = (extra: Record<string, unknown> = {}) => ({ type: 'kv_cache_aware', tokens_per_block: 32, tokenizer_threads: 1, ...extra });
-
-/** A Hugging Face hub cache as huggingface_hub lays it out: refs/main names the snapshot. */
-function fakeHubCache(root: string, repoIds: Record<string, string>): void {
-  for (const [repoId, model] of Object.entries(repoIds)) {
-    const repo = path.join(root, `models--${repoId.replace('/', '--')}`);
-    const snapshot = path.join(repo, 'snapshots', '0123abcd');
-    mkdirSync(snapshot, { recursive: true });
-    mkdirSync(path.join(repo, 'refs'));
-    writeFileSync(path.join(repo, 'refs', 'main'), '0123abcd');
-    for (const f of ['tokenizer.json', 'tokenizer_config.json']) symlinkSync(path.join(fixtureDir(model), f), path.join(snapshot, f));
-  }
-}
 
 async function send(cluster: FakeClusterHandle, kind: string, body: Record<string, unknown>): Promise<Record<string, unknown>> {
   const before = cluster.ctx.received.length;

@@ -49,6 +49,9 @@ export class MetricsService implements OnModuleInit, OnModuleDestroy {
   private readonly promptTokens = this.fastCounter('kv_prompt_tokens_total', 'Prompt tokens of requests routed by KV-aware policies', ['role']);
   private readonly kvEvents = this.counter('kv_events_applied_total', 'KV cache events applied to the router block tables', ['server']);
   private readonly kvPollErrors = this.counter('kv_poll_errors_total', 'Failed /kv_cache_events polls', ['server']);
+  private readonly kvReports = this.counter('kv_reports_total', 'Reports the workers pushed to the centralized KV router endpoint and applied, by kind (events, load)', ['kind']);
+  private readonly kvReportsDropped = this.counter('kv_reports_dropped_total', 'Pushed reports dropped: bad_hmac (signature missing or wrong), malformed, out_of_order (seq not newer)', ['reason']);
+  private readonly kvEvicted = this.counter('kv_report_workers_evicted_total', 'Pushing workers forgotten after stale_timeout_s without a report', []);
   private readonly untokenized = this.counter('untokenized_prompts_total', 'Routed requests whose text the model tokenizer could not turn into ids (forwarded as text, routed by load), by reason', ['role', 'reason']);
   private readonly retries = this.counter('retries_total', 'Upstream calls retried on another server', ['role']);
   private readonly upstreamErrors = this.counter('upstream_errors_total', 'Failed upstream calls, by kind', ['role', 'server', 'kind']);
@@ -142,6 +145,18 @@ export class MetricsService implements OnModuleInit, OnModuleDestroy {
 
   kvPollError(server: ServerState | string): void {
     this.kvPollErrors.inc({ server: this.serverLabel(server) });
+  }
+
+  kvReportReceived(kind: string): void {
+    this.kvReports.inc({ kind: this.reasons.of(kind) });
+  }
+
+  kvReportDropped(reason: string): void {
+    this.kvReportsDropped.inc({ reason: this.reasons.of(reason) });
+  }
+
+  kvReportWorkersEvicted(count: number): void {
+    this.kvEvicted.inc(count);
   }
 
   setEtcdConnected(connected: boolean): void {

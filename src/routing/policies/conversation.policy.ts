@@ -18,6 +18,8 @@ export const conversationArgs = z.strictObject({
   /** Leading tokens (or code points / 5) left out of the hashes, e.g. a shared system prompt. */
   hash_skip_count: z.number().int().nonnegative().default(0),
   max_sessions: z.number().int().positive().default(100_000),
+  /** Estimated bytes the session table (ids, block-hash chains, prefix trie) may hold; least recently used sessions go first. */
+  max_table_bytes: z.number().int().positive().default(256 * 1024 * 1024),
   ...tokenizerArgs,
 });
 export type ConversationArgs = z.output<typeof conversationArgs>;
@@ -28,6 +30,18 @@ const CHARS_PER_TOKEN = 5;
 interface Session {
   server: ServerState;
   hashes: BlockKey[];
+  /** What the session costs the table (sessionBytes). */
+  bytes: number;
+}
+
+/** Per session: the map entry, its object and array. */
+const SESSION_BYTES = 160;
+/** Per block of its chain: the key, its array slot and its share of a trie node (Map and Set entries). */
+const BLOCK_BYTES = 240;
+
+/** An estimate of a session's memory: ids are UTF-16, kept once in the map and once per trie node's set. */
+function sessionBytes(conversationId: string, hashes: readonly BlockKey[]): number {
+  return SESSION_BYTES + 2 * conversationId.length + hashes.length * BLOCK_BYTES;
 }
 
 type Match = 'sticky' | 'implicit' | 'fallback';
@@ -40,7 +54,8 @@ type Match = 'sticky' | 'implicit' | 'fallback';
  *    if that covers at least `match_threshold` of the request's blocks.
  * 3. Otherwise the server with the fewest estimated content tokens in flight (ties round
  *    robin), remembered under the given id or a generated one.
- * Sessions are kept LRU up to `max_sessions`; those of a removed server are forgotten.
+ * Sessions are kept LRU up to `max_sessions` and `max_table_bytes`; those of a removed server
+ * are forgotten. Ids are at most MAX_CONVERSATION_ID_CHARS long (longer ones are digested).
  */
 @RoutingPolicy('conversation', conversationArgs)
 export class ConversationRouter extends BaseRouter<ConversationArgs> {
@@ -51,6 +66,7 @@ export class ConversationRouter extends BaseRouter<ConversationArgs> {
   private readonly contentLoad = new Map<ServerState, number>();
   private readonly contentByRequest = new Map<string, { server: ServerState; weight: number }>();
   private implicitIds = 0;
+  private tableBytes = 0;
   private tokenizer?: PromptTokenizer;
 
   protected override onInit(): void {
@@ -115,19 +131,21 @@ export class ConversationRouter extends BaseRouter<ConversationArgs> {
 
   private remember(conversationId: string, server: ServerState, hashes: BlockKey[]): void {
     const old = this.sessions.get(conversationId);
-    if (old) {
-      this.trie.remove(conversationId, old.hashes);
-      this.sessions.delete(conversationId);
-    }
-    this.sessions.set(conversationId, { server, hashes });
+    if (old) this.forget(conversationId);
+    const bytes = sessionBytes(conversationId, hashes);
+    this.sessions.set(conversationId, { server, hashes, bytes });
+    this.tableBytes += bytes;
     this.trie.insert(conversationId, hashes);
-    while (this.sessions.size > this.args.max_sessions) this.forget(this.sessions.keys().next().value!);
+    while (this.sessions.size > this.args.max_sessions || (this.tableBytes > this.args.max_table_bytes && this.sessions.size > 1)) {
+      this.forget(this.sessions.keys().next().value!);
+    }
   }
 
   private forget(conversationId: string): void {
     const session = this.sessions.get(conversationId);
     if (!session) return;
     this.sessions.delete(conversationId);
+    this.tableBytes -= session.bytes;
     this.trie.remove(conversationId, session.hashes);
   }
 
@@ -157,6 +175,11 @@ export class ConversationRouter extends BaseRouter<ConversationArgs> {
     return this.sessions.size;
   }
 
+  /** The session table's estimated size (see max_table_bytes). */
+  get sessionTableBytes(): number {
+    return this.tableBytes;
+  }
+
   sessionServer(conversationId: string): ServerState | undefined {
     return this.sessions.get(conversationId)?.server;
   }
@@ -164,6 +187,7 @@ export class ConversationRouter extends BaseRouter<ConversationArgs> {
   protected override extraSnapshot(): Record<string, unknown> {
     return {
       sessions: this.sessions.size,
+      session_table_bytes: this.tableBytes,
       content_load: Object.fromEntries(this.servers.map((s) => [s.id, this.contentLoad.get(s) ?? 0])),
     };
   }

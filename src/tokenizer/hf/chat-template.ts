@@ -27,6 +27,8 @@ const SPECIAL_TOKEN_KEYS = ['bos_token', 'eos_token', 'unk_token', 'sep_token', 
  * separate `chat_template.jinja` / `chat_template.json` as newer transformers save them),
  * rendered with @huggingface/jinja exactly as transformers' `apply_chat_template(...,
  * tokenize=False)` renders them (trim_blocks, lstrip_blocks, `raise_exception` and `strftime_now` are the engine's).
+ * Only the model's own templates are compiled here (a bounded set); a request's own template
+ * text goes to the sandbox (request-template-renderer.ts).
  */
 export class ChatTemplates {
   private readonly templates = new Map<string, string>();
@@ -50,15 +52,40 @@ export class ChatTemplates {
     return this.templates.size > 0;
   }
 
-  /** The prompt text transformers renders for this chat. */
+  /**
+   * Whether the request brings its own template text rather than naming one of the model's:
+   * that is rendered in the request-template sandbox (see RequestTemplateRenderer), never here.
+   */
+  isRequestTemplate(input: ChatTemplateInput): boolean {
+    return typeof input.chat_template === 'string' && !this.templates.has(input.chat_template);
+  }
+
+  /** The prompt text transformers renders for this chat, with one of the model's own templates. */
   render(input: ChatTemplateInput): string {
+    if (this.isRequestTemplate(input)) throw new ChatTemplateError('a request template is rendered in the sandbox only');
     const source = this.pick(input);
     let template = this.compiled.get(source);
     if (!template) {
       const { Template } = projectRequire()('@huggingface/jinja') as { Template: new (s: string) => JinjaTemplate };
-      template = new Template(source);
+      try {
+        template = new Template(source);
+      } catch (err) {
+        throw new ChatTemplateError(`chat template: ${(err as Error).message}`);
+      }
       this.compiled.set(source, template);
     }
+    const context = this.renderContext(input);
+    let rendered: string;
+    try {
+      rendered = template.render(context);
+    } catch (err) {
+      throw err instanceof ChatTemplateError ? err : new ChatTemplateError(`chat template: ${(err as Error).message}`);
+    }
+    return this.finish(rendered, input);
+  }
+
+  /** The variables a template sees: the special tokens, chat_template_kwargs and the chat. */
+  renderContext(input: ChatTemplateInput): Record<string, unknown> {
     const continueFinal = input.continue_final_message === true;
     if (continueFinal && input.add_generation_prompt === true) {
       throw new ChatTemplateError('continue_final_message and add_generation_prompt are not compatible');
@@ -71,17 +98,16 @@ export class ChatTemplates {
     };
     if (input.tools != null) context.tools = input.tools;
     if (input.documents != null) context.documents = input.documents;
-    let rendered: string;
-    try {
-      rendered = template.render(context);
-    } catch (err) {
-      throw err instanceof ChatTemplateError ? err : new ChatTemplateError(`chat template: ${(err as Error).message}`);
-    }
-    return continueFinal ? cutAfterFinalMessage(rendered, input.messages) : rendered;
+    return context;
+  }
+
+  /** The rendered text as transformers returns it (cut after the final message for continue_final_message). */
+  finish(rendered: string, input: ChatTemplateInput): string {
+    return input.continue_final_message === true ? cutAfterFinalMessage(rendered, input.messages) : rendered;
   }
 
   private pick(input: ChatTemplateInput): string {
-    if (typeof input.chat_template === 'string') return this.templates.get(input.chat_template) ?? input.chat_template;
+    if (typeof input.chat_template === 'string') return this.templates.get(input.chat_template)!;
     const hasTools = Array.isArray(input.tools) && input.tools.length > 0;
     const named = (hasTools && this.templates.get('tool_use')) || this.templates.get('default');
     if (named) return named;

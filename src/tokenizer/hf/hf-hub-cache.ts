@@ -9,15 +9,18 @@ export function hfHubCacheDir(env: NodeJS.ProcessEnv = process.env): string {
   return path.join(os.homedir(), '.cache', 'huggingface', 'hub');
 }
 
-/** A hub id such as `ORG/NAME` (one slash, no path tricks). */
-const HUB_ID = /^[\w.-]+\/[\w.-]+$/;
+/**
+ * A hub id as the Hub allows them: `ORG/NAME`, each part starting with a letter or digit, at
+ * most 96 characters, no `--` or `..` (so it cannot climb out of the cache or alias another repo).
+ */
+const HUB_ID = /^[A-Za-z0-9][\w.-]{0,95}\/[A-Za-z0-9][\w.-]{0,95}$/;
 
 /**
  * The snapshot directory of a hub model in the cache (`models--ORG--NAME/snapshots/REV`,
  * REV read from `refs/main`) when it holds a `tokenizer.json`; nothing is ever downloaded.
  */
 export function hfCachedSnapshot(modelId: string, cacheDir = hfHubCacheDir()): string | undefined {
-  if (!HUB_ID.test(modelId) || modelId.includes('..')) return undefined;
+  if (!HUB_ID.test(modelId) || modelId.includes('..') || modelId.includes('--')) return undefined;
   const repo = path.join(cacheDir, `models--${modelId.replace('/', '--')}`);
   const ref = path.join(repo, 'refs', 'main');
   if (!existsSync(ref)) return undefined;

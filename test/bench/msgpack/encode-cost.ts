@@ -88,8 +88,8 @@ function requestBodies(client: Body, answer: ContextAnswerOk, encoding: 'json' |
   return {
     name: `${encoding} workers`,
     encode: () => {
-      const ctx = WorkerBody.of(contextRequestBody('completion', client, ids, 1_234_567_890_123));
-      const gen = generationRequest('completion', client, answer, 1_234_567_890_123);
+      const ctx = WorkerBody.of(contextRequestBody('completion', client, ids, 1_234_567_890_123, undefined));
+      const gen = generationRequest('completion', client, answer, 1_234_567_890_123, undefined);
       return encoding === 'json' ? { length: ctx.json.length + gen.json.length } : { length: ctx.msgpack.length + gen.msgpack.length };
     },
   };

@@ -1,7 +1,8 @@
 import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
 import { blockHashChain } from '../../../src/kv-cache/block-hash';
 import { DEFAULT_HTTP_SESSION_OPTIONS, HttpSessionProvider } from '../../../src/http-session';
-import { ConversationRouter, KvCacheAwareRouter, LoadBalancingRouter, RoundRobinRouter, type BaseRouter, type RoutingRequest } from '../../../src/routing';
+import { KvReportEndpoints, type KvReportEndpoint } from '../../../src/kv-events-zmq';
+import { CentralizedKvCacheAwareRouter, ConversationRouter, KvCacheAwareRouter, LoadBalancingRouter, RoundRobinRouter, type BaseRouter, type RoutingRequest } from '../../../src/routing';
 import { ServerState } from '../../../src/servers';
 import { getTokenizer, PromptTokenizer } from '../../../src/tokenizer';
 import { runScript } from '../lib/run-script';
@@ -36,9 +37,12 @@ function states(): ServerState[] {
 let nextId = 0;
 const req = (): RoutingRequest => ({ id: String(++nextId), kind: 'completion', body: { prompt: ids } });
 
-async function measure(name: string, router: BaseRouter, args: Record<string, unknown>): Promise<string> {
+async function measure(name: string, router: BaseRouter, args: Record<string, unknown>, setup?: (servers: ServerState[]) => void): Promise<string> {
   router.init({ policy: name, role: 'generation', args });
-  router.onServersUpdated(states());
+  await router.start();
+  const servers = states();
+  setup?.(servers);
+  router.onServersUpdated(servers);
   const times: number[] = [];
   for (let i = 0; i < ITER + 100; i++) {
     const r = req();
@@ -52,6 +56,24 @@ async function measure(name: string, router: BaseRouter, args: Record<string, un
   times.sort((a, b) => a - b);
   const mean = times.reduce((a, b) => a + b, 0) / times.length;
   return `| ${name} | ${(mean * 1000).toFixed(0)} | ${(times[Math.floor(times.length / 2)] * 1000).toFixed(0)} | ${(times[Math.floor(times.length * 0.99)] * 1000).toFixed(0)} |`;
+}
+
+/** The same tables pushed as per-rank reports (2 ranks per server) to a centralized router's endpoint. */
+function measureCentralized(base: Record<string, unknown>): Promise<string> {
+  const router = new CentralizedKvCacheAwareRouter(new KvReportEndpoints());
+  const args = { router_port: 0, router_host: '127.0.0.1', load_weight: 0.25, rank_routing_algo: 'instance', fair_share_multiplier: 2, match_rate_threshold: 0.1, load_suspend_s: 3600, stale_timeout_s: 3600, tokens_per_block: 32, ...base };
+  return measure('centralized_kv_cache_aware', router, args, (servers) => {
+    const state = (router as unknown as { endpoint: KvReportEndpoint }).endpoint.state;
+    servers.forEach((s, i) => {
+      s.serverInfo = { worker_id: `w${i}` };
+      for (let rank = 0; rank < 2; rank++) {
+        const workerId = `w${i}:rank${rank}`;
+        const hashes = rank === 0 ? [...s.kvTable().keys()] : [];
+        state.apply({ kind: 'events', workerId, namespace: 'gen', seq: 0, isFullSnapshot: true, sendTs: 0, events: [{ type: 'stored', hashes }] });
+        state.apply({ kind: 'load', workerId, namespace: 'gen', seq: 0, numActiveRequests: rank, numQueuedRequests: 0, maxBatchSize: 64, numActiveTokens: 0 });
+      }
+    });
+  });
 }
 
 async function tokenizationCost(): Promise<string[]> {
@@ -86,6 +108,7 @@ async function main(): Promise<void> {
     await measure('load_balancing', new LoadBalancingRouter(), { use_tokens: true, ...base }),
     await measure('kv_cache_aware', new KvCacheAwareRouter(kvRoom(session).poller), { use_tokens: false, max_batch_size: 64, tokens_per_block: 32, backfill_block_hashes_on_finish: false, kv_events_poll_interval_s: 0, kv_events_timeout_s: 1, ...base }),
     await measure('conversation', new ConversationRouter(), { match_threshold: 0.75, tokens_per_block: 128, use_token_ids: false, hash_skip_count: 0, max_sessions: 100_000, ...base }),
+    await measureCentralized(base),
   ];
   process.stdout.write(`routing decision for a ${TOKENS}-token prompt given as token ids, ${SERVERS} servers, ${ITER} decisions:\n\n`);
   process.stdout.write(['| policy | mean us | p50 us | p99 us |', '|---|---|---|---|', ...rows].join('\n') + '\n\n');

