@@ -76,6 +76,16 @@ describe('the Responses handoff between the context and generation workers (scri
     expect({ total: delta('total_requests'), nonstream: delta('nonstream_requests'), refused: delta('validation_exceptions') }).toEqual({ total: 1, nonstream: 1, refused: 1 });
   });
 
+  it("writes a Codex prompt_cache_key into both bodies as the request's conversation id", async () => {
+    const res = await postJson(`${cluster.url}${PATH}`, { model: 'm', input: 'Hi', prompt_cache_key: 'codex-thread-1' });
+    expect(res.status).toBe(200);
+    for (const w of [cluster.ctx, cluster.gen]) {
+      const body = last(PATH, w).body;
+      expect(body.conversation_params).toEqual({ conversation_id: 'codex-thread-1' });
+      expect((body.disaggregated_params as Body).conversation_id).toBe('codex-thread-1');
+    }
+  });
+
   it('relays prompt_token_ids_b64 as it came', async () => {
     cluster.ctx.handler = responsesContext({ b64: 'AQAAAAIAAAA=' });
     const res = await postJson(`${cluster.url}${PATH}`, { model: 'm', input: 'Hi' });
