@@ -10,3 +10,4 @@ export * from './prompt-tokenizer';
 export * from './prompt-tokens';
 export * from './tokenizer-threads';
 export * from './responses-chat';
+export * from './incremental';

@@ -6,6 +6,7 @@ import { RequestTemplateRenderer } from './hf/request-template-renderer';
 import type { PromptRequest } from './prompt-request';
 import { allowConfiguredTokenizerDir, loadModelTokenizer, ModelTokenizerResolver, type ModelTokenizer } from './model-tokenizers';
 import { chatRendersPlainly, promptSourceOf } from './prompt-tokens';
+import { acquirePieceCache, IncrementalEncoder, pieceCutterFor, releasePieceCache, type PieceCache, type PieceEncoder } from './incremental';
 import { acquireTokenizerThreads, releaseTokenizerThreads, THREADED_TOKENIZERS, type TokenizerThreadPool } from './tokenizer-threads';
 
 /** The tokenizer arguments of the policies that tokenize (see policy-args). */
@@ -15,6 +16,8 @@ export interface PromptTokenizerArgs {
   tokenizer_dir?: string;
   custom_tokenizer?: string;
   tokenizer_threads: number;
+  /** Size of the process' cache of tokenized prompt pieces, in MB (0 or unset: every prompt encoded whole). */
+  tokenizer_cache_mb?: number;
 }
 
 /** The simulator's model name is served with the simulator's default tokenizer. */
@@ -47,6 +50,8 @@ export class PromptTokenizer {
   private readonly requestTemplates = new RequestTemplateRenderer();
   private builtinPool?: TokenizerThreadPool;
   private modelPool?: TokenizerThreadPool;
+  private readonly pieceCache?: PieceCache;
+  private readonly incremental = new Map<string, IncrementalEncoder>();
 
   constructor(private readonly args: PromptTokenizerArgs) {
     const dir = args.tokenizer_dir ?? args.custom_tokenizer;
@@ -54,6 +59,7 @@ export class PromptTokenizer {
       this.configured = loadModelTokenizer(dir, args.tokenizer_threads === 0);
       allowConfiguredTokenizerDir(dir);
     }
+    this.pieceCache = acquirePieceCache(this, args.tokenizer_cache_mb ?? 0);
   }
 
   async tokenize(request: PromptRequest): Promise<PromptTokens> {
@@ -86,15 +92,40 @@ export class PromptTokenizer {
   }
 
   async close(): Promise<void> {
+    releasePieceCache(this);
     await this.requestTemplates.close();
     if (this.builtinPool) await releaseTokenizerThreads(this.args.tokenizer ?? 'qwen3', this.builtinPool);
     if (this.modelPool) await releaseTokenizerThreads(MODEL_POOL, this.modelPool);
   }
 
   private encode(model: ModelTokenizer, text: string, addSpecialTokens: boolean): Promise<number[]> | number[] {
+    const incremental = this.incrementalFor(model);
+    return incremental ? incremental.encode(text, addSpecialTokens) : this.encodeWhole(model, text, addSpecialTokens);
+  }
+
+  private encodeWhole(model: ModelTokenizer, text: string, addSpecialTokens: boolean): Promise<number[]> | number[] {
     if (this.args.tokenizer_threads === 0) return model.encodeHere(text, addSpecialTokens);
-    this.modelPool ??= acquireTokenizerThreads(MODEL_POOL, this.args.tokenizer_threads);
-    return this.modelPool.encode(text, { dir: model.dir, addSpecialTokens });
+    return this.threads().encode(text, { dir: model.dir, addSpecialTokens });
+  }
+
+  private threads(): TokenizerThreadPool {
+    return (this.modelPool ??= acquireTokenizerThreads(MODEL_POOL, this.args.tokenizer_threads));
+  }
+
+  /** With the piece cache on: the model's incremental encoder, on the same threads as the whole encode. */
+  private incrementalFor(model: ModelTokenizer): IncrementalEncoder | undefined {
+    if (!this.pieceCache) return undefined;
+    let encoder = this.incremental.get(model.dir);
+    if (!encoder) {
+      const pieces: PieceEncoder = {
+        encode: (text, special) => this.encodeWhole(model, text, special),
+        encodePieces: (texts) =>
+          this.args.tokenizer_threads === 0 ? texts.map((t) => Int32Array.from(model.encodeHere(t, false))) : this.threads().encodePieces(texts, model.dir),
+      };
+      encoder = new IncrementalEncoder(model.dir, pieceCutterFor(model.dir), this.pieceCache, pieces);
+      this.incremental.set(model.dir, encoder);
+    }
+    return encoder;
   }
 
   /** The simulator's tokenizers (Qwen3, bytes), chats in Qwen3's layout. */

@@ -31,12 +31,21 @@ const builtin = () => (qwen3 ??= TokenizerLoader.fromPreTrained({
 }));
 const encode = (m) => {
   if (m.dir === undefined) return builtin().encode(m.text, { add_special_tokens: false });
-  let t = byDir.get(m.dir);
-  if (!t) byDir.set(m.dir, (t = loadHfTokenizer(req, fs, m.dir)));
-  return t.encode(m.text, m.addSpecialTokens === true);
+  return modelOf(m.dir).encode(m.text, m.addSpecialTokens === true);
+};
+const modelOf = (dir) => {
+  let t = byDir.get(dir);
+  if (!t) byDir.set(dir, (t = loadHfTokenizer(req, fs, dir)));
+  return t;
 };
 parentPort.on('message', (m) => {
   try {
+    if (m.texts !== undefined) {
+      const t = modelOf(m.dir);
+      const pieces = m.texts.map((text) => Int32Array.from(t.encode(text, false)));
+      parentPort.postMessage({ id: m.id, pieces }, pieces.map((p) => p.buffer));
+      return;
+    }
     const ids = Int32Array.from(encode(m));
     parentPort.postMessage({ id: m.id, ids }, [ids.buffer]);
   } catch (e) {
@@ -56,11 +65,11 @@ export interface ModelEncoding {
 export const THREADED_TOKENIZERS: readonly string[] = ['qwen3'];
 
 interface Pending {
-  resolve(ids: number[]): void;
+  resolve(answer: { ids?: Int32Array; pieces?: Int32Array[] }): void;
   reject(err: Error): void;
 }
 
-type WorkerMessage = { ready: true } | { id: number; ids?: Int32Array; error?: string };
+type WorkerMessage = { ready: true } | { id: number; ids?: Int32Array; pieces?: Int32Array[]; error?: string };
 
 class TokenizerThread {
   readonly pending = new Map<number, Pending>();
@@ -75,7 +84,7 @@ class TokenizerThread {
       const p = this.pending.get(m.id);
       if (!p) return;
       this.pending.delete(m.id);
-      if (m.ids) p.resolve(Array.from(m.ids));
+      if (m.ids || m.pieces) p.resolve(m);
       else p.reject(new Error(`tokenizer thread: ${m.error ?? 'no result'}`));
     });
     const fail = (err: Error): void => {
@@ -93,10 +102,18 @@ class TokenizerThread {
   }
 
   encode(id: number, text: string, model?: ModelEncoding): Promise<number[]> {
+    return this.ask({ id, text, dir: model?.dir, addSpecialTokens: model?.addSpecialTokens }).then((a) => Array.from(a.ids!));
+  }
+
+  encodePieces(id: number, texts: string[], dir: string): Promise<Int32Array[]> {
+    return this.ask({ id, texts, dir }).then((a) => a.pieces!);
+  }
+
+  private ask(message: { id: number; text?: string; texts?: string[]; dir?: string; addSpecialTokens?: boolean }): Promise<{ ids?: Int32Array; pieces?: Int32Array[] }> {
     return new Promise((resolve, reject) => {
       if (this.dead) return reject(this.dead);
-      this.pending.set(id, { resolve, reject });
-      this.worker.postMessage({ id, text, dir: model?.dir, addSpecialTokens: model?.addSpecialTokens });
+      this.pending.set(message.id, { resolve, reject });
+      this.worker.postMessage(message);
     });
   }
 
@@ -118,6 +135,12 @@ export class TokenizerThreadPool {
   encode(text: string, model?: ModelEncoding): Promise<number[]> {
     if (this.closed) return Promise.reject(new Error('tokenizer threads are stopped'));
     return this.pick().encode(this.nextId++, text, model);
+  }
+
+  /** Each text encoded alone, without special tokens, by the tokenizer in `dir` (one message for all). */
+  encodePieces(texts: string[], dir: string): Promise<Int32Array[]> {
+    if (this.closed) return Promise.reject(new Error('tokenizer threads are stopped'));
+    return this.pick().encodePieces(this.nextId++, texts, dir);
   }
 
   /** Starts the threads now, so the first request does not wait for the tokenizer to load. */

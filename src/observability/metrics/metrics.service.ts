@@ -6,6 +6,7 @@ import { AccumulatingCounter, AccumulatingHistogram, type CounterCell } from './
 import { BoundedLabel, OTHER_LABEL } from './bounded-label';
 import { FIRST_TOKEN_BUCKETS, OVERHEAD_BUCKETS, RATIO_BUCKETS, REQUEST_BUCKETS } from './metric-buckets';
 import { lastPhase, phaseDurations } from './request-timings';
+import { registerTokenizerCacheMetrics } from './tokenizer-cache-metrics';
 import { INFERENCE_PATH } from '../../common';
 import type { RequestDoneEvent, RoutedEvent, UpstreamFailureEvent } from '../../request-events';
 
@@ -65,6 +66,7 @@ export class MetricsService implements OnModuleInit, OnModuleDestroy {
   constructor(private readonly servers: ServerRegistry) {
     collectDefaultMetrics({ register: this.registry });
     this.serverGauges();
+    registerTokenizerCacheMetrics(this.registry);
   }
 
   onModuleInit(): void {

@@ -27,6 +27,12 @@ export const tokenizerDirArg = z
 /** Worker threads for tokenizing text (0: on the event loop). Shared by all routers of the process. */
 export const tokenizerThreadsArg = z.number().int().min(0).max(8).default(1);
 
+/**
+ * MB of tokenized prompt pieces kept (least recently used dropped), shared by all routers of
+ * the process (the largest size asked for wins); 0 turns it off.
+ */
+export const tokenizerCacheMbArg = z.number().min(0).max(65536).default(64);
+
 /** The tokenizer keys of every policy that tokenizes prompts. */
 export const tokenizerArgs = {
   tokenizer: tokenizerArg,
@@ -34,4 +40,5 @@ export const tokenizerArgs = {
   tokenizer_dir: tokenizerDirArg,
   custom_tokenizer: tokenizerDirArg,
   tokenizer_threads: tokenizerThreadsArg,
+  tokenizer_cache_mb: tokenizerCacheMbArg,
 };

@@ -1,6 +1,7 @@
 import { execFile, execFileSync, fork } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import type { ChatWorkload } from './chat-workload';
 import { hasTaskset, LOAD_CPU } from './procs';
 
 export interface LoadResult {
@@ -20,6 +21,8 @@ export interface LoadOptions {
   seconds: number;
   /** Offered requests per second; unset = closed loop (each connection sends as fast as answered). */
   rate?: number;
+  /** Multi-turn chats instead of one body (see chat-workload.ts). */
+  chat?: ChatWorkload;
 }
 
 export type LoadDriver = 'wrk' | 'autocannon';
@@ -69,7 +72,7 @@ function runWrk(o: LoadOptions, workDir: string): Promise<LoadResult> {
 }
 
 /** Runs a driver script in its own process on the load cpu; it sends back one LoadResult. */
-function runForkedDriver(o: LoadOptions, script: string): Promise<LoadResult> {
+function runForkedDriver(o: Pick<LoadOptions, 'url' | 'connections' | 'seconds'> & Partial<LoadOptions> & { workload?: ChatWorkload }, script: string): Promise<LoadResult> {
   return new Promise((resolve, reject) => {
     const child = fork(script, [JSON.stringify(o)], { stdio: ['ignore', 'ignore', 'inherit', 'ipc'] });
     if (hasTaskset() && child.pid) {
@@ -95,9 +98,11 @@ export interface LoadContext {
   workDir: string;
   autocannonScript: string;
   pacedScript: string;
+  chatScript: string;
 }
 
 export function runLoad(driver: LoadDriver, o: LoadOptions, ctx: LoadContext): Promise<LoadResult> {
+  if (o.chat) return runForkedDriver({ url: o.url, connections: o.connections, seconds: o.seconds, workload: o.chat }, ctx.chatScript);
   if (o.rate) return runForkedDriver(o, ctx.pacedScript);
   return driver === 'wrk' ? runWrk(o, ctx.workDir) : runForkedDriver(o, ctx.autocannonScript);
 }

@@ -1,5 +1,5 @@
 import { execFileSync, fork, type ChildProcess } from 'node:child_process';
-import { openSync } from 'node:fs';
+import { openSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { ChildMessage, ParentMessage, ProcStats } from './proc-child';
 import { hasExited } from '../../support/child-exit';
@@ -32,6 +32,7 @@ export function pin(pid: number, cpus: string): void {
 
 export interface BenchProc {
   name: string;
+  pid?: number;
   ports: number[];
   stats(): Promise<ProcStats>;
   stop(): Promise<void>;
@@ -79,6 +80,7 @@ export async function startProc(o: StartOptions): Promise<BenchProc> {
   const send = (m: ParentMessage): void => void child.send(m);
   return {
     name: o.name,
+    pid: child.pid,
     ports: first.ports ?? [first.port],
     stats: () =>
       new Promise<ProcStats>((resolve, reject) => {
@@ -114,4 +116,22 @@ export async function startProc(o: StartOptions): Promise<BenchProc> {
         send({ type: 'stop' });
       }),
   };
+}
+
+let ticksPerSecond: number | undefined;
+
+/**
+ * A process' CPU time (user + system, every thread of it) read from outside, in /proc; undefined
+ * where there is no /proc.
+ */
+export function cpuFromOutsideUs(pid: number): number | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // Fields after the command name (which may hold spaces): state is field 3, utime 14, stime 15.
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    ticksPerSecond ??= Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
+    return ((Number(fields[11]) + Number(fields[12])) / ticksPerSecond) * 1e6;
+  } catch {
+    return undefined;
+  }
 }

@@ -5,6 +5,9 @@ export interface PointResult extends LoadResult {
   cpuPerReqUs: number | null;
   rssMb: number | null;
   upstreamCpuPerReqUs: number;
+  /** Tokens from the tokenizer piece cache over all tokens of the prompts (chat rows). */
+  cacheHitRatio?: number;
+  cacheMb?: number;
 }
 
 /** The median of each figure over the rounds of one row. */

@@ -1,0 +1,4 @@
+export * from './incremental-encoder';
+export * from './piece-cache';
+export * from './piece-cutter';
+export * from './piece-cutters';

@@ -1,0 +1,72 @@
+import { describe, expect, it } from '@jest/globals';
+import * as fs from 'node:fs';
+import { ChatTemplates } from '../../src/tokenizer/hf/chat-template';
+import { hfTokenizerLoader } from '../../src/tokenizer/hf/hf-tokenizer-source';
+import { projectRequire } from '../../src/tokenizer/package-resolver';
+import { sampleValue, scrape } from '../observability/prom-text';
+import { postJson } from '../support/router-app';
+import { useFakeCluster, type FakeClusterHandle } from '../support/router-cluster';
+import { fixtureDir } from './support/fixtures';
+import { int, randomText, rngOf } from './support/prompt-generator';
+
+const NS = 'disagg_router_';
+const CACHE_MB = 1;
+const kvRouter = (model: string) => ({ type: 'kv_cache_aware', tokens_per_block: 32, tokenizer_threads: 1, tokenizer_cache_mb: CACHE_MB, tokenizer_dir: fixtureDir(model) });
+
+async function forwarded(cluster: FakeClusterHandle, path: string, body: Record<string, unknown>): Promise<Record<string, unknown>> {
+  const before = cluster.ctx.received.length;
+  const res = await postJson(`${cluster.router.url}${path}`, { model: 'served-name', max_tokens: 4, ...body });
+  expect(res.status).toBe(200);
+  const sent = cluster.ctx.received.slice(before).filter((r) => r.method === 'POST' && r.path.startsWith('/v1/'));
+  expect(sent).toHaveLength(1);
+  return sent[0].body!;
+}
+
+describe('the tokenizer piece cache, seen from outside', () => {
+  const cluster = useFakeCluster({ context_servers: { router: kvRouter('qwen3') }, generation_servers: { router: { type: 'round_robin' } } });
+  const dir = fixtureDir('qwen3');
+  const whole = hfTokenizerLoader()(projectRequire(), fs, dir);
+  const templates = new ChatTemplates(dir);
+
+  it('a growing chat is forwarded with the ids of the whole encode, its earlier turns from the cache', async () => {
+    const before = await scrape(cluster.router.url, '/prometheus/metrics');
+    const rng = rngOf(27);
+    const messages = [{ role: 'system', content: randomText(rng, 300) }];
+    for (let turn = 0; turn < 4; turn++) {
+      messages.push({ role: 'user', content: randomText(rng, int(rng, 50, 150)) });
+      const got = await forwarded(cluster, '/v1/chat/completions', { messages });
+      expect(got.prompt_token_ids).toEqual(whole.encode(templates.render({ messages, add_generation_prompt: true }), false));
+      messages.push({ role: 'assistant', content: randomText(rng, int(rng, 50, 150)) });
+    }
+    const after = await scrape(cluster.router.url, '/prometheus/metrics');
+    const delta = (name: string, labels: Record<string, string> = {}): number => sampleValue(after, NS + name, labels) - sampleValue(before, NS + name, labels);
+    expect(delta('tokenizer_cache_pieces_total', { result: 'hit' })).toBeGreaterThanOrEqual(3);
+    expect(delta('tokenizer_cache_tokens_total', { result: 'hit' })).toBeGreaterThan(delta('tokenizer_cache_tokens_total', { result: 'miss' }) / 4);
+    expect(sampleValue(after, `${NS}tokenizer_cache_bytes`)).toBeGreaterThan(0);
+  }, 60_000);
+
+  it('stays within its size: pieces past it are evicted', async () => {
+    const before = await scrape(cluster.router.url, '/prometheus/metrics');
+    const rng = rngOf(2027);
+    // Distinct ~20 KB prompts, cut into ~1 KB pieces: well past 1 MB in all.
+    for (let i = 0; i < 70; i++) await forwarded(cluster, '/v1/completions', { prompt: randomText(rng, 3000) });
+    const after = await scrape(cluster.router.url, '/prometheus/metrics');
+    expect(sampleValue(after, `${NS}tokenizer_cache_evictions_total`)).toBeGreaterThan(sampleValue(before, `${NS}tokenizer_cache_evictions_total`));
+    expect(sampleValue(after, `${NS}tokenizer_cache_bytes`)).toBeLessThanOrEqual(CACHE_MB * 1024 * 1024);
+  }, 120_000);
+});
+
+describe('a tokenizer that cannot cut plain text', () => {
+  const cluster = useFakeCluster({ context_servers: { router: kvRouter('gemma3') }, generation_servers: { router: { type: 'round_robin' } } });
+
+  it('encodes a long prompt whole, counted by reason', async () => {
+    const before = await scrape(cluster.router.url, '/prometheus/metrics');
+    const prompt = randomText(rngOf(5), 450);
+    expect(prompt.length).toBeGreaterThan(2048);
+    const got = await forwarded(cluster, '/v1/completions', { prompt });
+    expect(got.prompt).toEqual(hfTokenizerLoader()(projectRequire(), fs, fixtureDir('gemma3')).encode(prompt, true));
+    const after = await scrape(cluster.router.url, '/prometheus/metrics');
+    const key = { reason: 'normalizer' };
+    expect(sampleValue(after, `${NS}tokenizer_uncut_prompts_total`, key) - sampleValue(before, `${NS}tokenizer_uncut_prompts_total`, key)).toBe(1);
+  }, 60_000);
+});
