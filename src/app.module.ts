@@ -13,6 +13,7 @@ import { LifecycleModule } from './lifecycle/lifecycle.module';
 import { ObservabilityModule } from './observability/observability.module';
 import { OpenAiModule } from './openai/openai.module';
 import { ReplicasModule } from './replicas';
+import { ResponsesModule } from './responses/responses.module';
 import { RoutingModule } from './routing';
 import { RequestEventsModule } from './request-events';
 import { ServersModule } from './servers';
@@ -41,6 +42,7 @@ export class AppModule {
         RoutingModule,
         DisaggModule,
         OpenAiModule,
+        ResponsesModule,
         AnthropicModule,
         ClusterApiModule,
         HealthModule,

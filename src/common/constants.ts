@@ -1,10 +1,11 @@
-/** The two OpenAI request kinds the router serves. */
-export type RequestKind = 'completion' | 'chat';
+/** The OpenAI request kinds the router serves through the two-phase flow. */
+export type RequestKind = 'completion' | 'chat' | 'responses';
 
 /** Where each request kind is served, on the router and on the workers alike. */
 export const INFERENCE_PATH: Readonly<Record<RequestKind, string>> = {
   completion: '/v1/completions',
   chat: '/v1/chat/completions',
+  responses: '/v1/responses',
 };
 
 /** The inference paths, for guards and hooks that match on the URL. */

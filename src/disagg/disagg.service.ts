@@ -9,18 +9,19 @@ import { readAnswerText, AnswerTooLargeError } from './answer-body';
 import { channelWithOwnAbort, type ClientChannel } from './client-channel';
 import { defaultNodeId, nextDisaggRequestId } from './disagg-request-id';
 import { RequestEvents } from '../request-events';
-import { deadlineError, newFlow, type Flow, type Reservation } from './request-flow';
+import { deadlineError, newFlow, type Flow, type Reservation, type RoutingView } from './request-flow';
 import { StreamRelay } from './stream-relay';
 import { RequestSigner } from './request-signer';
 import { WorkerBody } from './worker-body';
 import { WorkerBodyEncodings } from './worker-body-encodings';
 import {
-  type ContextAnswerOk, benchmarkGenerationBody, contextRequestBody, generationFirstBodies, generationParams, generationRequest,
-  parseContextAnswer, wholeContextAnswer, stripContextOnly, withConversation, withDisaggRequestId, withPromptTokens,
+  type ContextAnswerOk, benchmarkGenerationBody, contextRequestBody, finishedContextAnswer, generationFirstBodies, generationParams, generationRequest,
+  parseContextAnswer, stripContextOnly, withConversation, withDisaggRequestId, withPromptTokens,
 } from './trtllm-protocol';
+import { protocolOf } from './kind-protocols';
 import { UpstreamDispatch, type Attempt, type Attempts } from './upstream-dispatch';
 import { ClientGoneError } from '../common';
-import { contextUsageOf, type ContextUsage } from './usage';
+import type { ContextUsage } from './usage';
 import { workerErrorBody } from './worker-error';
 
 type Body = Record<string, unknown>;
@@ -73,10 +74,14 @@ export class DisaggService {
     return !this.servers.hasContextPool();
   }
 
-  async handle(kind: RequestKind, body: Body, channel: ClientChannel, headers?: RoutingRequest['headers']): Promise<void> {
+  /**
+   * `routingView`: what the routers see instead of the body, for a kind they do not read
+   * themselves (a Responses request is routed as the chat it is).
+   */
+  async handle(kind: RequestKind, body: Body, channel: ClientChannel, headers?: RoutingRequest['headers'], routingView?: RoutingView): Promise<void> {
     const disaggId = nextDisaggRequestId(this.nodeId);
     const flow = newFlow({
-      disaggId, kind, body, channel, headers,
+      disaggId, kind, body, channel, headers, routingView,
       subagentAffinity: this.signer.affinityOf(headers),
       requestMs: this.config.timeouts.request_s * 1000,
       trace: this.tracing?.startRequest(kind, channel.requestId),
@@ -135,8 +140,7 @@ export class DisaggService {
     if (answer.finished) {
       flow.done.mode = 'context_only_finish';
       if (reserved) this.dispatch.finish(flow, reserved.held.router, true);
-      delete answer.choice.disaggregated_params;
-      await this.relay.answerFromContext(flow, wholeContextAnswer(answer));
+      await this.relay.answerFromContext(flow, finishedContextAnswer(flow.kind, answer));
       return 200;
     }
     const genAttempts = this.attemptsWithIds(flow, 'generation', disaggId, (id) => {
@@ -144,7 +148,7 @@ export class DisaggService {
       return { sent: generationRequest(flow.kind, body, answer, params), body, params };
     });
     flow.done.ctxRequestId = (answer.choice.disaggregated_params as { ctx_request_id?: number }).ctx_request_id;
-    return this.generate(flow, genAttempts, contextUsageOf(answer.json), [ctx.server], reserved?.held);
+    return this.generate(flow, genAttempts, protocolOf(flow.kind).contextUsage(answer.json), [ctx.server], reserved?.held);
   }
 
   /** Aggregated: one server does the whole request, given the prompt's ids its pick computed. */
@@ -189,7 +193,7 @@ export class DisaggService {
       this.dispatch.finish(flow, router, true);
       return { refused: true, status: res.statusCode, text: workerErrorBody('context', res.statusCode, answer) };
     }
-    const parsed = parseContextAnswer(answer);
+    const parsed = parseContextAnswer(answer, flow.kind);
     if (!parsed.ok) {
       this.dispatch.finish(flow, router, false);
       this.dispatch.badResponse(flow, 'context', route, parsed.problem);

@@ -44,10 +44,17 @@ export interface Flow {
   perf: ResponsePerfCapture | undefined;
 }
 
+/** What the routers read of a request whose own kind they do not (see DisaggService.handle). */
+export interface RoutingView {
+  kind: RequestKind;
+  body: Record<string, unknown>;
+}
+
 export interface FlowStart {
   disaggId: number;
   kind: RequestKind;
   body: Record<string, unknown>;
+  routingView?: RoutingView;
   channel: ClientChannel;
   headers: RoutingRequest['headers'];
   /** A sub-agent's parent session id from the configured gateway header. */
@@ -61,7 +68,10 @@ export function newFlow(start: FlowStart): Flow {
   // Every field present from the start: one object shape per request, no spreads at the end.
   const timings: RequestTimings = { contextStart: undefined, contextEnd: undefined, generationStart: undefined, firstByte: undefined, end: 0 };
   return {
-    routing: { id: String(start.disaggId), kind, body: start.body, headers: start.headers, subagentAffinity: start.subagentAffinity },
+    routing: {
+      id: String(start.disaggId), kind: start.routingView?.kind ?? kind, body: start.routingView?.body ?? start.body, headers: start.headers,
+      subagentAffinity: start.subagentAffinity,
+    },
     kind,
     channel,
     started: performance.now(),

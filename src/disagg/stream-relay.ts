@@ -1,6 +1,5 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { HttpApiError } from '../common';
-import type { RequestKind } from '../routing';
 import { RequestEvents } from '../request-events';
 import type { Flow } from './request-flow';
 import { SseUsageRewriter } from './sse-usage-rewriter';
@@ -8,7 +7,8 @@ import { parseJsonObject } from './trtllm-protocol';
 import { UpstreamDispatch, type Dispatched } from './upstream-dispatch';
 import { ClientGoneError } from '../common';
 import { classifyTransportError } from '../http-session';
-import { rewriteUsage, type ContextUsage } from './usage';
+import type { ContextUsage } from './usage';
+import { protocolOf } from './kind-protocols';
 import { workerErrorBody } from './worker-error';
 
 /**
@@ -40,7 +40,7 @@ export class StreamRelay {
         this.dispatch.finish(flow, router, false);
         this.dispatch.badResponse(flow, 'generation', route, 'an answer that is not JSON');
       }
-      if (ctxUsage && json.usage && rewriteUsage(json.usage, ctxUsage)) text = JSON.stringify(json);
+      if (ctxUsage && protocolOf(flow.kind).rewriteUsage(json, ctxUsage)) text = JSON.stringify(json);
       this.dispatch.finish(flow, router, true);
       const perf = flow.perf;
       if (perf) perf.fromHeaders('gen', route.server.url, res.headers);
@@ -64,14 +64,14 @@ export class StreamRelay {
       return;
     }
     flow.channel.startStream(true);
-    await flow.channel.write(`data: ${JSON.stringify(toStreamChunk(flow.kind, json))}\n\ndata: [DONE]\n\n`);
+    await flow.channel.write(protocolOf(flow.kind).replayStream(json));
     flow.channel.end();
   }
 
   private async relayStream(flow: Flow, call: Dispatched, ctxUsage: ContextUsage | undefined): Promise<number> {
     const { res, router, route } = call;
     const channel = flow.channel;
-    const rewriter = new SseUsageRewriter(ctxUsage);
+    const rewriter = new SseUsageRewriter(ctxUsage, protocolOf(flow.kind));
     const done = flow.done;
     // The worker's own metrics event is never relayed (docs/protocol.md "Per-response metrics").
     const stripper = flow.perf?.streamStripper();
@@ -100,17 +100,17 @@ export class StreamRelay {
       const kind = classifyTransportError(err);
       this.events.emit('upstreamFailure', { requestId: channel.requestId, role: 'generation', server: route.server, kind, detail: (err as Error).message });
       flow.done.errorKind = kind;
-      await this.streamError(flow, kind === 'timeout' ? 504 : 502,
+      await this.streamError(flow, rewriter, kind === 'timeout' ? 504 : 502,
         kind === 'timeout'
           ? `generation server ${route.server.url} went silent mid-stream`
           : `generation server ${route.server.url} broke the stream (${kind})`);
       return kind === 'timeout' ? 504 : 502;
     }
-    if (!rewriter.sawDone) {
+    if (!rewriter.watch.ended) {
       this.dispatch.finish(flow, router, false);
-      this.events.emit('upstreamFailure', { requestId: channel.requestId, role: 'generation', server: route.server, kind: 'bad_response', detail: 'stream ended without [DONE]' });
+      this.events.emit('upstreamFailure', { requestId: channel.requestId, role: 'generation', server: route.server, kind: 'bad_response', detail: 'stream ended without its end event' });
       flow.done.errorKind = 'bad_response';
-      await this.streamError(flow, 502, `generation server ${route.server.url} ended the stream without [DONE]`);
+      await this.streamError(flow, rewriter, 502, `generation server ${route.server.url} ended the stream without its end event`);
       return 502;
     }
     this.dispatch.finish(flow, router, true);
@@ -124,23 +124,13 @@ export class StreamRelay {
     return 200;
   }
 
-  /** A final OpenAI-style error event once the stream has started, then the end. */
-  private async streamError(flow: Flow, status: number, message: string): Promise<void> {
+  /** A final error event in the kind's stream format once the stream has started, then the end. */
+  private async streamError(flow: Flow, rewriter: SseUsageRewriter, status: number, message: string): Promise<void> {
     const err = new HttpApiError(status, message);
     this.logger.warn(`[${flow.channel.requestId}] ${message}`);
     if (!flow.channel.abort.aborted) {
-      await flow.channel.write(`data: ${JSON.stringify(err.body)}\n\n`)?.catch(() => undefined);
+      await flow.channel.write(rewriter.watch.errorEvents(err))?.catch(() => undefined);
     }
     flow.channel.end();
   }
-}
-
-/** A complete non-streaming answer as one SSE chunk (early finish for a streaming client). */
-function toStreamChunk(kind: RequestKind, json: Record<string, unknown>): Record<string, unknown> {
-  if (kind === 'completion') return json;
-  const choices = (json.choices as Record<string, unknown>[]).map((c) => {
-    const { message, ...rest } = c;
-    return { ...rest, delta: message };
-  });
-  return { ...json, object: 'chat.completion.chunk', choices };
 }

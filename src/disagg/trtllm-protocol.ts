@@ -1,4 +1,5 @@
 import { conversationIdOf, type RequestKind, type RoutingRequest } from '../routing';
+import { protocolOf } from './kind-protocols';
 import { serializeRequest } from './serialize';
 import { WorkerBody } from './worker-body';
 
@@ -33,11 +34,15 @@ function withConversationParams(body: Body, conversationId: string | undefined):
   return { ...body, conversation_params: { ...params, conversation_id: conversationId } };
 }
 
-/** The prompt as the token ids a router computed, so workers skip tokenizing it again. */
+/**
+ * The body as a worker gets it: the prompt as the token ids a router computed (so the worker
+ * skips tokenizing it again, where the kind allows it) and the kind's fixed members.
+ */
 export function withPromptTokens(kind: RequestKind, body: Body, ids: number[] | undefined): Body {
+  const { routerIdsKey: key, workerFields } = protocolOf(kind);
   // Ids the client sent itself are in the body already: no copy of it.
-  if (!ids || ids === (kind === 'completion' ? body.prompt : body.prompt_token_ids)) return body;
-  return kind === 'completion' ? { ...body, prompt: ids } : { ...body, prompt_token_ids: ids };
+  const withIds = !ids || key === undefined || ids === body[key] ? body : { ...body, [key]: ids };
+  return workerFields ? { ...withIds, ...workerFields } : withIds;
 }
 
 /** A client's own disaggregated_params must not reach a server doing the whole request. */
@@ -100,18 +105,19 @@ export function benchmarkGenerationBody(body: Body): Body {
  * spliced in as the text they came as (no parse and re-stringify of the bulk of the body).
  */
 export function generationRequestText(kind: RequestKind, body: Body, ctx: ContextAnswerOk, params: Body): string {
-  const idsKey = kind === 'completion' ? 'prompt' : 'prompt_token_ids';
-  if (ctx.promptIdsText === undefined) return serializeRequest({ ...body, disaggregated_params: params });
+  const idsKey = protocolOf(kind).relayIdsKey;
+  const fixed = generationMembers(kind, ctx, params);
+  if (ctx.promptIdsText === undefined) return serializeRequest({ ...body, ...fixed });
   const { [idsKey]: _replaced, ...rest } = body;
-  const text = serializeRequest({ ...rest, disaggregated_params: params });
+  const text = serializeRequest({ ...rest, ...fixed });
   // A non-empty object's text ends with '}': the ids go in as its last member.
   return `${text.slice(0, -1)},"${idsKey}":${ctx.promptIdsText}}`;
 }
 
 /** The generation request as an object, for a msgpack worker: the echoed ids as numbers. */
 export function generationRequestObject(kind: RequestKind, body: Body, ctx: ContextAnswerOk, params: Body): Body {
-  const out: Body = { ...body, disaggregated_params: params };
-  if (ctx.promptIdsText !== undefined) out[kind === 'completion' ? 'prompt' : 'prompt_token_ids'] = JSON.parse(ctx.promptIdsText) as number[];
+  const out: Body = { ...body, ...generationMembers(kind, ctx, params) };
+  if (ctx.promptIdsText !== undefined) out[protocolOf(kind).relayIdsKey] = JSON.parse(ctx.promptIdsText) as number[];
   return out;
 }
 
@@ -121,6 +127,17 @@ export function generationRequestObject(kind: RequestKind, body: Body, ctx: Cont
  */
 export function generationRequest(kind: RequestKind, body: Body, ctx: ContextAnswerOk, params: Body): WorkerBody {
   return new WorkerBody(() => generationRequestObject(kind, body, ctx, params), () => generationRequestText(kind, body, ctx, params));
+}
+
+/** What a generation body carries beyond the client's: the kind's fixed members, relayed base64 ids, the params. */
+function generationMembers(kind: RequestKind, ctx: ContextAnswerOk, params: Body): Body {
+  const protocol = protocolOf(kind);
+  const b64 = ctx.json.prompt_token_ids_b64;
+  return {
+    ...protocol.workerFields,
+    ...(protocol.relaysIdsB64 && typeof b64 === 'string' ? { prompt_token_ids_b64: b64 } : {}),
+    disaggregated_params: params,
+  };
 }
 
 /**
@@ -154,14 +171,15 @@ export function generationFirstBodies(
 /**
  * See docs/protocol.md "Context answer": the shape a context_only answer must have before its
  * parameters go to a generation server, as TensorRT-LLM checks it: a JSON object with exactly
- * one choice, and the transfer parameters unless the finish reason says the request is
- * already finished. A missing finish reason is not "finished": such an answer would otherwise
- * be relayed as a complete (and empty) answer.
+ * one choice (Responses: the answer itself carries them), and the transfer parameters unless
+ * the finish reason says the request is already finished. A missing finish reason is not
+ * "finished": such an answer would otherwise be relayed as a complete (and empty) answer.
  */
 export interface ContextAnswerOk {
   ok: true;
   /** The answer without its prompt_token_ids when they were cut out (see promptIdsText). */
   json: Body;
+  /** What carries the handoff: choices[0], or the answer itself for Responses. */
   choice: Body;
   finished: boolean;
   /** The top-level prompt_token_ids as the worker wrote them: a non-empty list of integers. */
@@ -176,7 +194,7 @@ const ID_LIST = /\s*(\[\s*(?:\d+\s*,\s*)*\d+\s*\])/y;
 const CUT_MARK = '"\\u0000ids"';
 const CUT_VALUE = '\u0000ids';
 
-export function parseContextAnswer(text: string): ContextAnswer {
+export function parseContextAnswer(text: string, kind: RequestKind = 'completion'): ContextAnswer {
   const cut = cutPromptIds(text);
   let json = parseJsonObject(cut ? cut.rest : text);
   let promptIdsText: string | undefined;
@@ -188,12 +206,8 @@ export function parseContextAnswer(text: string): ContextAnswer {
     json = parseJsonObject(text);
   }
   if (!json) return { ok: false, problem: 'an answer that is not a JSON object' };
-  const choices = json.choices;
-  if (!Array.isArray(choices)) return { ok: false, problem: 'a context answer without choices' };
-  if (choices.length !== 1) return { ok: false, problem: `a context answer with ${choices.length} choices (expected 1)` };
-  const choice = choices[0] as unknown;
-  if (typeof choice !== 'object' || choice === null || Array.isArray(choice)) return { ok: false, problem: 'a context answer whose choice is not an object' };
-  const c = choice as Body;
+  const c = protocolOf(kind).handoffOf(json);
+  if (typeof c === 'string') return { ok: false, problem: c };
   const finished = finishedByContext(c);
   if (!finished && (typeof c.disaggregated_params !== 'object' || c.disaggregated_params === null || Array.isArray(c.disaggregated_params))) {
     return { ok: false, problem: `a context answer without disaggregated_params (finish_reason ${JSON.stringify(c.finish_reason ?? null)})` };
@@ -208,6 +222,19 @@ export function parseContextAnswer(text: string): ContextAnswer {
 export function wholeContextAnswer(answer: ContextAnswerOk): Body {
   if (answer.promptIdsText === undefined || 'prompt_token_ids' in answer.json) return answer.json;
   return { ...answer.json, prompt_token_ids: JSON.parse(answer.promptIdsText) as unknown };
+}
+
+/**
+ * A finished context answer as its client gets it: without the handoff, which describes a KV
+ * transfer that never happens (see docs/protocol.md "Context answer").
+ */
+export function finishedContextAnswer(kind: RequestKind, answer: ContextAnswerOk): Body {
+  delete answer.choice.disaggregated_params;
+  const dropped = protocolOf(kind).handoffFields;
+  if (dropped.length === 0) return wholeContextAnswer(answer);
+  const json = answer.json;
+  for (const key of dropped) delete json[key];
+  return json;
 }
 
 /** The prompt_token_ids list cut out of the answer's text, a mark in its place. */

@@ -4,12 +4,31 @@ export interface ContextUsage {
   cached_tokens?: number;
 }
 
+/** Where a kind of answer keeps its token counts: chat and completions, or Responses. */
+interface UsageNames {
+  input: string;
+  output: string;
+  details: string;
+}
+const OPENAI_USAGE: UsageNames = { input: 'prompt_tokens', output: 'completion_tokens', details: 'prompt_tokens_details' };
+const RESPONSES_USAGE: UsageNames = { input: 'input_tokens', output: 'output_tokens', details: 'input_tokens_details' };
+
 export function contextUsageOf(ctxResponse: Record<string, unknown>): ContextUsage | undefined {
-  const usage = ctxResponse.usage as Record<string, unknown> | undefined | null;
+  return usageIn(ctxResponse, OPENAI_USAGE);
+}
+
+/** A Responses answer's usage (`input_tokens`, `input_tokens_details.cached_tokens`) as context usage. */
+export function responsesContextUsage(answer: Record<string, unknown>): ContextUsage | undefined {
+  return usageIn(answer, RESPONSES_USAGE);
+}
+
+function usageIn(answer: Record<string, unknown>, names: UsageNames): ContextUsage | undefined {
+  const usage = answer.usage as Record<string, unknown> | undefined | null;
   if (!usage || typeof usage !== 'object') return undefined;
-  const details = usage.prompt_tokens_details as Record<string, unknown> | undefined | null;
+  const details = usage[names.details] as Record<string, unknown> | undefined | null;
+  const input = usage[names.input];
   return {
-    prompt_tokens: typeof usage.prompt_tokens === 'number' ? usage.prompt_tokens : undefined,
+    prompt_tokens: typeof input === 'number' ? input : undefined,
     cached_tokens: details && typeof details.cached_tokens === 'number' ? details.cached_tokens : undefined,
   };
 }
@@ -20,23 +39,38 @@ export function contextUsageOf(ctxResponse: Record<string, unknown>): ContextUsa
  * whether anything changed, so an answer that was right already is passed on as it came.
  */
 export function rewriteUsage(usage: unknown, ctx: ContextUsage): boolean {
+  return rewriteUsageAs(usage, ctx, OPENAI_USAGE);
+}
+
+/**
+ * rewriteUsage for a Responses answer, or a stream event that carries one (`response.completed`
+ * and the like hold it under `response`).
+ */
+export function rewriteResponsesUsage(payload: Record<string, unknown>, ctx: ContextUsage): boolean {
+  const inner = payload.response;
+  const usage = payload.usage ?? (inner && typeof inner === 'object' ? (inner as Record<string, unknown>).usage : undefined);
+  return rewriteUsageAs(usage, ctx, RESPONSES_USAGE);
+}
+
+function rewriteUsageAs(usage: unknown, ctx: ContextUsage, names: UsageNames): boolean {
   if (!usage || typeof usage !== 'object') return false;
   const u = usage as Record<string, unknown>;
   let changed = false;
   if (ctx.prompt_tokens !== undefined) {
-    changed = u.prompt_tokens !== ctx.prompt_tokens;
-    u.prompt_tokens = ctx.prompt_tokens;
-    if (typeof u.completion_tokens === 'number') {
-      const total = ctx.prompt_tokens + u.completion_tokens;
+    changed = u[names.input] !== ctx.prompt_tokens;
+    u[names.input] = ctx.prompt_tokens;
+    const output = u[names.output];
+    if (typeof output === 'number') {
+      const total = ctx.prompt_tokens + output;
       changed ||= u.total_tokens !== total;
       u.total_tokens = total;
     }
   }
   if (ctx.cached_tokens !== undefined) {
-    const details = (u.prompt_tokens_details ?? {}) as Record<string, unknown>;
+    const details = (u[names.details] ?? {}) as Record<string, unknown>;
     changed ||= details.cached_tokens !== ctx.cached_tokens;
     details.cached_tokens = ctx.cached_tokens;
-    u.prompt_tokens_details = details;
+    u[names.details] = details;
   }
   return changed;
 }

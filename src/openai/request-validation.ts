@@ -6,12 +6,7 @@ import { invalidRequest } from '../common';
  * passed to the workers untouched (they accept many extensions and validate the rest).
  */
 export function validateOpenAiRequest(kind: RequestKind, body: unknown): Record<string, unknown> {
-  if (typeof body !== 'object' || body === null || Array.isArray(body)) {
-    throw invalidRequest('the request body must be a JSON object', null, 'invalid_body');
-  }
-  const b = body as Record<string, unknown>;
-  if (b.model === undefined || b.model === null) throw invalidRequest("'model' is required", 'model', 'missing_required_parameter');
-  if (typeof b.model !== 'string' || b.model.length === 0) throw invalidRequest("'model' must be a non-empty string", 'model', 'invalid_type');
+  const b = objectWithModel(body);
   if (kind === 'completion') checkPrompt(b.prompt);
   else checkMessages(b.messages);
   optional(b, 'stream', 'boolean');
@@ -28,6 +23,17 @@ export function validateOpenAiRequest(kind: RequestKind, body: unknown): Record<
   if (b.disaggregated_params !== undefined && b.disaggregated_params !== null && !isPlainObject(b.disaggregated_params)) {
     throw invalidRequest("'disaggregated_params' must be an object", 'disaggregated_params', 'invalid_type');
   }
+  return b;
+}
+
+/** A JSON object body with a non-empty string `model`, as every OpenAI route needs. */
+export function objectWithModel(body: unknown): Record<string, unknown> {
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) {
+    throw invalidRequest('the request body must be a JSON object', null, 'invalid_body');
+  }
+  const b = body as Record<string, unknown>;
+  if (b.model === undefined || b.model === null) throw invalidRequest("'model' is required", 'model', 'missing_required_parameter');
+  if (typeof b.model !== 'string' || b.model.length === 0) throw invalidRequest("'model' must be a non-empty string", 'model', 'invalid_type');
   return b;
 }
 
@@ -59,7 +65,7 @@ function checkMessages(messages: unknown): void {
   }
 }
 
-function optional(b: Record<string, unknown>, key: string, type: 'boolean' | 'integer' | 'number'): void {
+export function optional(b: Record<string, unknown>, key: string, type: 'boolean' | 'integer' | 'number'): void {
   const v = b[key];
   if (v === undefined || v === null) return;
   const ok = type === 'integer' ? Number.isInteger(v) : typeof v === type;
@@ -75,6 +81,6 @@ function isStringArray(v: unknown): boolean {
   return Array.isArray(v) && v.every((x) => typeof x === 'string');
 }
 
-function isPlainObject(v: unknown): v is Record<string, unknown> {
+export function isPlainObject(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
 }

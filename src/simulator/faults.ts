@@ -8,12 +8,12 @@ export const FAULT_KINDS = [
   'slow', // answer normally after `delayMs` extra
   'invalid_json', // 200 with a JSON content type and a body that is not JSON
   'html', // 200 with an HTML page
-  'no_disagg_params', // context answer without choices[0].disaggregated_params
+  'no_disagg_params', // context answer without disaggregated_params (choices[0]'s, or the response's)
   'truncated_stream', // stream cut before [DONE] (non-streaming: body cut short)
 ] as const;
 export type FaultKind = (typeof FAULT_KINDS)[number];
 
-export const SIM_ENDPOINTS = ['completions', 'chat', 'health', 'server_info', 'models', 'kv_cache_events'] as const;
+export const SIM_ENDPOINTS = ['completions', 'chat', 'responses', 'health', 'server_info', 'models', 'kv_cache_events'] as const;
 export type SimEndpoint = (typeof SIM_ENDPOINTS)[number];
 
 export const REQUEST_TYPES = ['context_only', 'generation_only', 'plain'] as const;
@@ -27,7 +27,7 @@ export const faultRuleSchema = z
     /** Fire on this share of matching requests, drawn from a PRNG seeded by `seed`. */
     fraction: z.number().min(0).max(1).optional(),
     seed: z.number().int().optional(),
-    /** Endpoints the rule applies to; default completions and chat. */
+    /** Endpoints the rule applies to; default the generation endpoints (completions, chat, responses). */
     endpoints: z.array(z.enum(SIM_ENDPOINTS)).nonempty().optional(),
     /** Request types the rule applies to (generation endpoints only); default all. */
     requestTypes: z.array(z.enum(REQUEST_TYPES)).nonempty().optional(),
@@ -40,7 +40,7 @@ export const faultRuleSchema = z
 
 export type FaultRule = z.infer<typeof faultRuleSchema>;
 
-const DEFAULT_ENDPOINTS: readonly SimEndpoint[] = ['completions', 'chat'];
+const DEFAULT_ENDPOINTS: readonly SimEndpoint[] = ['completions', 'chat', 'responses'];
 
 interface ActiveRule {
   rule: FaultRule;

@@ -2,6 +2,7 @@ import { allocateCtxRequestId } from './ctx-registry';
 import type { FaultRule } from './faults';
 import type { SimRequest } from './openai-request';
 import { completionBody, newResponseMeta, streamSteps, usageOf } from './openai-response';
+import { responsesBody, responsesStreamSteps } from './responses-response';
 import type { SimState } from './sim-state';
 import type { Generation } from './text-generator';
 
@@ -78,11 +79,18 @@ export function planGeneration(state: SimState, sr: SimRequest, fault: FaultRule
             draft_tokens: null,
             disagg_request_id: sr.disagg!.disagg_request_id ?? null,
           };
-    plan.body = JSON.stringify(completionBody(sr.endpoint, meta, gens, usage, disagg, sr.prompts[0]));
+    plan.body = JSON.stringify(
+      sr.endpoint === 'responses'
+        ? responsesBody(meta, g, usage, { disagg, promptTokenIds: sr.prompts[0] })
+        : completionBody(sr.endpoint, meta, gens, usage, disagg, sr.prompts[0]),
+    );
     return plan;
   }
   if (sr.type === 'generation_only') plan.consumeCtxId = plan.perfCtxId = sr.disagg!.ctx_request_id as number;
-  if (sr.stream) plan.steps = streamSteps(sr.endpoint, meta, gens, sr.includeUsage ? usage : undefined);
+  if (sr.endpoint === 'responses') {
+    if (sr.stream) plan.steps = responsesStreamSteps(meta, gens[0], usage);
+    else plan.body = JSON.stringify(responsesBody(meta, gens[0], usage));
+  } else if (sr.stream) plan.steps = streamSteps(sr.endpoint, meta, gens, sr.includeUsage ? usage : undefined);
   else plan.body = JSON.stringify(completionBody(sr.endpoint, meta, gens, usage));
   return plan;
 }

@@ -1,7 +1,7 @@
-import { ChatMessage, TextTokenizer } from '../tokenizer';
+import { ChatMessage, responsesAsChat, TextTokenizer } from '../tokenizer';
 import { RequestType } from './faults';
 
-export type GenerationEndpoint = 'completions' | 'chat';
+export type GenerationEndpoint = 'completions' | 'chat' | 'responses';
 
 /** `disaggregated_params` of a request, as TensorRT-LLM's OpenAI server accepts it. */
 export interface DisaggregatedParams {
@@ -53,11 +53,12 @@ export function parseSimRequest(
       : disagg?.request_type === 'generation_only'
         ? 'generation_only'
         : 'plain';
-  const prompts = endpoint === 'chat' ? [chatPrompt(b, tokenizer)] : completionPrompts(b.prompt, tokenizer);
+  const prompts =
+    endpoint === 'chat' ? [chatPrompt(b, tokenizer)] : endpoint === 'responses' ? [responsesPrompt(b, tokenizer)] : completionPrompts(b.prompt, tokenizer);
   if (type !== 'plain' && prompts.length !== 1) {
     throw new BadRequestError('disaggregated requests take exactly one prompt');
   }
-  const maxRaw = b.max_tokens ?? b.max_completion_tokens;
+  const maxRaw = endpoint === 'responses' ? b.max_output_tokens : (b.max_tokens ?? b.max_completion_tokens);
   const maxTokens = maxRaw == null ? defaultMaxTokens : Number(maxRaw);
   if (!Number.isInteger(maxTokens) || maxTokens < 1) {
     throw new BadRequestError(`max_tokens must be a positive integer, got ${String(maxRaw)}`);
@@ -122,6 +123,24 @@ function chatPrompt(b: Body, tokenizer: TextTokenizer): number[] {
     }
   }
   return tokenizer.encodeChat(messages as ChatMessage[]);
+}
+
+/**
+ * A Responses request's prompt: the ids the orchestrator relayed (`prompt_token_ids`, or
+ * `prompt_token_ids_b64` as little-endian int32) used as they are, else its input as a chat.
+ */
+function responsesPrompt(b: Body, tokenizer: TextTokenizer): number[] {
+  if (typeof b.prompt_token_ids_b64 === 'string') {
+    const bytes = Buffer.from(b.prompt_token_ids_b64, 'base64');
+    if (bytes.length === 0 || bytes.length % 4 !== 0) throw new BadRequestError('prompt_token_ids_b64 must hold int32 token ids');
+    const ids: number[] = [];
+    for (let i = 0; i < bytes.length; i += 4) ids.push(bytes.readInt32LE(i));
+    return ids;
+  }
+  if (b.prompt_token_ids != null) return chatPrompt(b, tokenizer);
+  if (b.input == null || (typeof b.input !== 'string' && !Array.isArray(b.input))) throw new BadRequestError('input must be a string or a list of items');
+  const chat = responsesAsChat(b);
+  return chatPrompt(chat, tokenizer);
 }
 
 function parseStop(stop: unknown): string[] {

@@ -18,7 +18,8 @@ let responseCounter = 0;
 
 export function newResponseMeta(endpoint: GenerationEndpoint, model: string): ResponseMeta {
   const n = (++responseCounter).toString(36);
-  return { id: endpoint === 'chat' ? `chatcmpl-sim${n}` : `cmpl-sim${n}`, created: Math.floor(Date.now() / 1000), model };
+  const prefix = endpoint === 'chat' ? 'chatcmpl-sim' : endpoint === 'responses' ? 'resp_sim' : 'cmpl-sim';
+  return { id: `${prefix}${n}`, created: Math.floor(Date.now() / 1000), model };
 }
 
 export function usageOf(promptTokens: number, completionTokens: number, cachedTokens: number): Usage {

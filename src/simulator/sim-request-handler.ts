@@ -33,8 +33,9 @@ export class SimRequestHandler {
     const maxBody = state.options.maxBodyBytes;
     switch (path) {
       case '/v1/completions':
-      case '/v1/chat/completions': {
-        const endpoint: GenerationEndpoint = path === '/v1/completions' ? 'completions' : 'chat';
+      case '/v1/chat/completions':
+      case '/v1/responses': {
+        const endpoint: GenerationEndpoint = path === '/v1/completions' ? 'completions' : path === '/v1/responses' ? 'responses' : 'chat';
         c.count(endpoint);
         if (method !== 'POST') return methodNotAllowed(res);
         return readBodyBytes(req, maxBody, res, (bytes) => {

@@ -9,4 +9,5 @@ export * from './prompt-request';
 export * from './prompt-tokenizer';
 export * from './prompt-tokens';
 export * from './tokenizer-threads';
+export * from './responses-chat';
 export * from './incremental';
