@@ -1,8 +1,9 @@
-import { Controller, Logger, Optional, Post, Req, Res } from '@nestjs/common';
+import { Controller, Inject, Logger, Optional, Post, Req, Res } from '@nestjs/common';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { ClientTrafficGate } from '../admission/client-traffic-gate';
 import { ClientTraffic } from '../admission/client-traffic.decorator';
-import { HttpApiError } from '../common';
+import { ensureRequestChatTemplateAllowed, HttpApiError } from '../common';
+import { APP_CONFIG, type AppConfig } from '../config';
 import { requireJsonContentType } from '../common/json-content-type';
 import { DisaggService } from '../disagg/disagg.service';
 import { endFailedFlow, FastifyClientChannel } from '../disagg/fastify-client-channel';
@@ -25,6 +26,7 @@ export class ResponsesController {
   constructor(
     private readonly disagg: DisaggService,
     private readonly events: RequestEvents,
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
     @Optional() private readonly traffic?: ClientTrafficGate,
   ) {}
 
@@ -39,6 +41,7 @@ export class ResponsesController {
     try {
       requireJsonContentType(req.headers['content-type']);
       body = validateResponsesRequest(req.body);
+      ensureRequestChatTemplateAllowed(body, this.config.allow_request_chat_template);
     } catch (err) {
       if (err instanceof HttpApiError) this.events.emit('refused', { requestId: req.id, status: err.getStatus() });
       throw err;

@@ -28,6 +28,7 @@ describe('POST /v1/responses: bad input gets an OpenAI-style 400 naming the fiel
     ['a stored conversation', { model: 'm', input: 'x', conversation: 'conv_1' }, 'conversation', 'unsupported_parameter'],
     ['background mode', { model: 'm', input: 'x', background: true }, 'background', 'unsupported_parameter'],
     ['a stored prompt template', { model: 'm', input: 'x', prompt: { id: 'pmpt_1' } }, 'prompt', 'unsupported_parameter'],
+    ['a chat_template of its own (allow_request_chat_template is off)', { model: 'm', input: 'x', chat_template: '{{ messages }}' }, 'chat_template', 'chat_template_not_allowed'],
   ];
 
   it.each(cases)('%s', async (_name, body, param, code) => {

@@ -26,6 +26,9 @@ export class PerfMetricsJsonl implements OnModuleInit, OnApplicationShutdown {
   private path: string | undefined;
   /** This process's files, oldest first. */
   private readonly files: string[] = [];
+  /** The second of the last file name, and how many names it has given out. */
+  private stamp = '';
+  private sameSecond = 0;
   private fileBytes = 0;
   private queue: unknown[] = [];
   /** Records queued or being written. */
@@ -120,11 +123,21 @@ export class PerfMetricsJsonl implements OnModuleInit, OnApplicationShutdown {
     while (this.files.length > this.maxFiles) await unlink(this.files.shift()!).catch(() => undefined);
   }
 
-  /** TensorRT-LLM's name; a second file within the same second gets `.1`, `.2`... before `.jsonl`. */
+  /**
+   * TensorRT-LLM's name; a second file within the same second gets `.1`, `.2`... before
+   * `.jsonl`, counted on: a name rotated out (deleted) within that second is never reused.
+   */
   private newPath(): string {
     const ts = new Date().toISOString().replace(/[-:]/g, '').replace(/\.\d+Z$/, 'Z');
-    let path = join(this.dir!, `${this.prefix}${ts}.jsonl`);
-    for (let n = 1; existsSync(path); n++) path = join(this.dir!, `${this.prefix}${ts}.${n}.jsonl`);
+    if (ts !== this.stamp) {
+      this.stamp = ts;
+      this.sameSecond = 0;
+    }
+    let path: string;
+    do {
+      const n = this.sameSecond++;
+      path = join(this.dir!, n === 0 ? `${this.prefix}${ts}.jsonl` : `${this.prefix}${ts}.${n}.jsonl`);
+    } while (existsSync(path));
     this.files.push(path);
     return path;
   }
