@@ -13,6 +13,8 @@ const PARENT_HEADER = 'X-Dynamo-Parent-Session-ID';
 
 /** A context worker's answer carrying both handoff fields TensorRT-LLM signs. */
 const contextAnswer: FakeHandler = (req, res) => {
+  // Not a clock-aligning worker (/steady_clock_offset): as TensorRT-LLM releases without it.
+  if (!req.path.startsWith('/v1/')) return json(res, 404, { detail: 'Not Found' });
   const body = req.body ?? {};
   const dp = body.disaggregated_params as Record<string, unknown>;
   json(res, 200, {
@@ -115,6 +117,19 @@ describe('the newest TensorRT-LLM: signed handoffs, flags and switches, through 
     expect(info.routing_key_configs).toEqual({ generation: { tokens_per_block: 16, kv_cache_hash_algo: 'v1_block_key' } });
     expect(info.is_ready).toBe(true);
     expect(info.generation_servers).toEqual([expect.objectContaining({ url: gen.url, state: 'ready' })]);
+
+    // Both calls went as msgpack (Content-Type still JSON), and the signatures above held over them.
+    for (const w of [ctx, gen]) {
+      const calls = w.received.filter((r) => r.path.startsWith('/v1/'));
+      expect(calls.map((r) => [r.encoding, r.headers['content-type']])).toEqual(calls.map(() => ['msgpack', 'application/json']));
+    }
+    // return_perf_metrics: a client that asks gets TensorRT-LLM's metrics headers, and the workers were asked.
+    const measured = await postJson(`${url}/v1/completions`, { model: 'm', prompt: [1, 2, 3], max_tokens: 2 }, { 'X-TRTLLM-return-metrics': '1' });
+    expect(measured.status).toBe(200);
+    expect(measured.headers.get('server-timing')).toMatch(/disagg_queue;dur=[\d.]+/);
+    expect(measured.headers.get('x-trtllm-start-end-time')).toMatch(/disagg-start;ts=[\d.]+, disagg-end;ts=[\d.]+/);
+    expect(header(gen, 2, 'x-trtllm-return-metrics')).toBe('1');
+    expect(genChecks[2]).toMatchObject({ handoff: 'ok' });
   }, 150_000);
 
   it('signs a generation_first generation call, which names the context endpoint from /server_info (-s generation_first)', async () => {
