@@ -6,6 +6,7 @@ import { contextHandler, generationHandler, json, type FakeHandler, type Receive
 import { postJson, waitFor } from '../support/router-app';
 import { postStream, readSse } from '../support/sse';
 import { expectSettled } from './support/leaks';
+import { endless } from '../support/endless-answer';
 
 /**
  * Workers that misbehave on purpose: answers without end, too large, dripping, never
@@ -16,16 +17,6 @@ import { expectSettled } from './support/leaks';
 const body = { model: 'm', prompt: 'hello', max_tokens: 4 };
 const QUIET_HEALTH = { startup_wait_s: 5, interval_s: 600 };
 
-/** Writes 64 KiB chunks for as long as the connection stays open. */
-const endless: FakeHandler = (_req, res) => {
-  res.writeHead(200, { 'content-type': 'application/json' });
-  const chunk = Buffer.alloc(64 * 1024, 0x20);
-  const pump = (): void => {
-    while (!res.destroyed && res.write(chunk));
-    if (!res.destroyed) res.once('drain', pump);
-  };
-  pump();
-};
 
 /** Sends `piece` every 50 ms, forever (until the router closes the connection). */
 function drip(head: Record<string, string>, piece: (i: number) => string): FakeHandler {

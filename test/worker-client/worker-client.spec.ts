@@ -9,6 +9,7 @@ import { WorkerClient, WorkerClientModule } from '../../src/worker-client';
 import { FakeWorker, json } from '../support/fake-worker';
 import { unusedPort } from '../support/free-port';
 import { waitFor } from '../support/router-app';
+import { endless } from '../support/endless-answer';
 
 describe('WorkerClient against a real worker socket', () => {
   let app: TestingModule;
@@ -67,16 +68,10 @@ describe('WorkerClient against a worker whose control answers never end', () => 
 
   beforeAll(async () => {
     // Every path (/health, /server_info, /kv_cache_events...): 64 KiB chunks for as long as the connection stays open, no length given.
-    server = createServer((_req, res) => {
+    server = createServer((req, res) => {
       openAnswers++;
       res.once('close', () => openAnswers--);
-      res.writeHead(200, { 'content-type': 'application/json' });
-      const chunk = Buffer.alloc(64 * 1024, 0x20);
-      const pump = (): void => {
-        while (!res.destroyed && res.write(chunk));
-        if (!res.destroyed) res.once('drain', pump);
-      };
-      pump();
+      endless(req, res);
     });
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
