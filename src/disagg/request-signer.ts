@@ -1,5 +1,6 @@
 import { Logger } from '@nestjs/common';
 import type { AppConfig, ServerRole } from '../config';
+import { requestContextStorage } from '../observability/context/request-context';
 import type { RequestHeaders, SubagentAffinity } from '../routing';
 import {
   DISAGG_AUTH_HEADER, SUBAGENT_AFFINITY_AUTH_HEADER, SUBAGENT_AFFINITY_HEADER, handoffSignature, needsHandoffAuth, subagentAffinitySignature,
@@ -72,8 +73,11 @@ export class RequestSigner {
   private warnUnsigned(): void {
     if (this.warned) return;
     this.warned = true;
-    this.logger.warn(
-      'KV handoffs go unsigned: internal_request_auth_key is not set. TensorRT-LLM warns that a future release will require it; workers configured with a key refuse unsigned handoffs',
+    // A process-wide notice, though a request's handoff prompted it: not tagged with that request's id.
+    requestContextStorage.exit(() =>
+      this.logger.warn(
+        'KV handoffs go unsigned: internal_request_auth_key is not set. TensorRT-LLM warns that a future release will require it; workers configured with a key refuse unsigned handoffs',
+      ),
     );
   }
 }
