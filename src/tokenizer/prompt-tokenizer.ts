@@ -7,6 +7,7 @@ import type { PromptRequest } from './prompt-request';
 import { allowConfiguredTokenizerDir, loadModelTokenizer, ModelTokenizerResolver, type ModelTokenizer } from './model-tokenizers';
 import { chatRendersPlainly, promptSourceOf } from './prompt-tokens';
 import { acquirePieceCache, IncrementalEncoder, pieceCutterFor, releasePieceCache, type PieceCache, type PieceEncoder } from './incremental';
+import { exceedsChars, maxPromptChars } from './prompt-size-bound';
 import { acquireTokenizerThreads, releaseTokenizerThreads, THREADED_TOKENIZERS, type TokenizerThreadPool } from './tokenizer-threads';
 
 /** The tokenizer arguments of the policies that tokenize (see policy-args). */
@@ -18,11 +19,17 @@ export interface PromptTokenizerArgs {
   tokenizer_threads: number;
   /** Size of the process' cache of tokenized prompt pieces, in MB (0 or unset: every prompt encoded whole). */
   tokenizer_cache_mb?: number;
+  /** Longest prompt text tokenized (characters); unset: the model's maximum length × MAX_CHARS_PER_TOKEN. */
+  tokenizer_max_prompt_chars?: number;
 }
 
 /** The simulator's model name is served with the simulator's default tokenizer. */
 const SIMULATOR_MODELS: Readonly<Record<string, string>> = { 'sim-model': 'qwen3' };
 const MODEL_POOL = 'model-tokenizers';
+/** One thread of its own for long texts, so short prompts never wait behind them. */
+const LONG_TEXT_POOL = 'model-tokenizers-long';
+/** A text this long takes the long-text thread (tens of milliseconds of encoding and more). */
+export const LONG_TEXT_CHARS = 64 * 1024;
 
 /** A request's prompt as token lists, and what of it may be forwarded to the workers. */
 export interface PromptTokens {
@@ -50,6 +57,7 @@ export class PromptTokenizer {
   private readonly requestTemplates = new RequestTemplateRenderer();
   private builtinPool?: TokenizerThreadPool;
   private modelPool?: TokenizerThreadPool;
+  private longTextPool?: TokenizerThreadPool;
   private readonly pieceCache?: PieceCache;
   private readonly incremental = new Map<string, IncrementalEncoder>();
 
@@ -71,6 +79,9 @@ export class PromptTokenizer {
     const model = this.configured ?? this.resolver.resolve(request.body.model);
     if (!model) return { lists: [], untokenized: 'no_tokenizer' };
     const body = request.body;
+    const limit = this.args.tokenizer_max_prompt_chars ?? maxPromptChars(model.dir);
+    // Looked at before any rendering or encoding: a prompt that cannot fit the model costs nothing more.
+    if (exceedsChars(source.type === 'text' ? source.texts : [body.messages, body.tools, body.documents], limit)) return { lists: [], untokenized: 'prompt_too_long' };
     if (source.type === 'text') {
       const special = body.add_special_tokens !== false;
       const lists = await Promise.all(source.texts.map((t) => this.encode(model, t, special)));
@@ -86,6 +97,7 @@ export class PromptTokenizer {
       if (!(err instanceof ChatTemplateError)) throw err;
       return { lists: [], untokenized: 'chat_template_error' };
     }
+    if (text.length > limit) return { lists: [], untokenized: 'prompt_too_long' };
     // TensorRT-LLM's chat requests add no special tokens beyond the template's by default.
     const ids = await this.encode(model, text, body.add_special_tokens === true);
     return { lists: [ids], tokenIds: hasOnlyStringContent(source.messages) ? ids : undefined };
@@ -96,6 +108,7 @@ export class PromptTokenizer {
     await this.requestTemplates.close();
     if (this.builtinPool) await releaseTokenizerThreads(this.args.tokenizer ?? 'qwen3', this.builtinPool);
     if (this.modelPool) await releaseTokenizerThreads(MODEL_POOL, this.modelPool);
+    if (this.longTextPool) await releaseTokenizerThreads(LONG_TEXT_POOL, this.longTextPool);
   }
 
   private encode(model: ModelTokenizer, text: string, addSpecialTokens: boolean): Promise<number[]> | number[] {
@@ -105,10 +118,12 @@ export class PromptTokenizer {
 
   private encodeWhole(model: ModelTokenizer, text: string, addSpecialTokens: boolean): Promise<number[]> | number[] {
     if (this.args.tokenizer_threads === 0) return model.encodeHere(text, addSpecialTokens);
-    return this.threads().encode(text, { dir: model.dir, addSpecialTokens });
+    return this.threads(text.length).encode(text, { dir: model.dir, addSpecialTokens });
   }
 
-  private threads(): TokenizerThreadPool {
+  /** The shared threads, or for a long text (LONG_TEXT_CHARS) the long-text thread. */
+  private threads(chars: number): TokenizerThreadPool {
+    if (chars >= LONG_TEXT_CHARS) return (this.longTextPool ??= acquireTokenizerThreads(LONG_TEXT_POOL, 1));
     return (this.modelPool ??= acquireTokenizerThreads(MODEL_POOL, this.args.tokenizer_threads));
   }
 
@@ -120,7 +135,9 @@ export class PromptTokenizer {
       const pieces: PieceEncoder = {
         encode: (text, special) => this.encodeWhole(model, text, special),
         encodePieces: (texts) =>
-          this.args.tokenizer_threads === 0 ? texts.map((t) => Int32Array.from(model.encodeHere(t, false))) : this.threads().encodePieces(texts, model.dir),
+          this.args.tokenizer_threads === 0
+            ? texts.map((t) => Int32Array.from(model.encodeHere(t, false)))
+            : this.threads(texts.reduce((n, t) => n + t.length, 0)).encodePieces(texts, model.dir),
       };
       encoder = new IncrementalEncoder(model.dir, pieceCutterFor(model.dir), this.pieceCache, pieces);
       this.incremental.set(model.dir, encoder);

@@ -33,6 +33,9 @@ export const tokenizerThreadsArg = z.number().int().min(0).max(8).default(1);
  */
 export const tokenizerCacheMbArg = z.number().min(0).max(65536).default(64);
 
+/** Longest prompt text tokenized (characters); longer ones are routed by load. Unset: from the model's maximum length. */
+export const tokenizerMaxPromptCharsArg = z.number().int().positive().optional();
+
 /** The tokenizer keys of every policy that tokenizes prompts. */
 export const tokenizerArgs = {
   tokenizer: tokenizerArg,
@@ -41,4 +44,5 @@ export const tokenizerArgs = {
   custom_tokenizer: tokenizerDirArg,
   tokenizer_threads: tokenizerThreadsArg,
   tokenizer_cache_mb: tokenizerCacheMbArg,
+  tokenizer_max_prompt_chars: tokenizerMaxPromptCharsArg,
 };
