@@ -4,23 +4,14 @@ import { ChatTemplates } from '../../src/tokenizer/hf/chat-template';
 import { hfTokenizerLoader } from '../../src/tokenizer/hf/hf-tokenizer-source';
 import { projectRequire } from '../../src/tokenizer/package-resolver';
 import { sampleValue, scrape } from '../observability/prom-text';
-import { postJson } from '../support/router-app';
-import { useFakeCluster, type FakeClusterHandle } from '../support/router-cluster';
+import { useFakeCluster } from '../support/router-cluster';
+import { forwarded } from './support/forwarded';
 import { fixtureDir } from './support/fixtures';
 import { int, randomText, rngOf } from './support/prompt-generator';
 
 const NS = 'disagg_router_';
 const CACHE_MB = 1;
 const kvRouter = (model: string) => ({ type: 'kv_cache_aware', tokens_per_block: 32, tokenizer_threads: 1, tokenizer_cache_mb: CACHE_MB, tokenizer_dir: fixtureDir(model) });
-
-async function forwarded(cluster: FakeClusterHandle, path: string, body: Record<string, unknown>): Promise<Record<string, unknown>> {
-  const before = cluster.ctx.received.length;
-  const res = await postJson(`${cluster.router.url}${path}`, { model: 'served-name', max_tokens: 4, ...body });
-  expect(res.status).toBe(200);
-  const sent = cluster.ctx.received.slice(before).filter((r) => r.method === 'POST' && r.path.startsWith('/v1/'));
-  expect(sent).toHaveLength(1);
-  return sent[0].body!;
-}
 
 describe('the tokenizer piece cache, seen from outside', () => {
   const cluster = useFakeCluster({ context_servers: { router: kvRouter('qwen3') }, generation_servers: { router: { type: 'round_robin' } } });

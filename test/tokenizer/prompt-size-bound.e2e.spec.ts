@@ -4,22 +4,13 @@ import { hfTokenizerLoader } from '../../src/tokenizer/hf/hf-tokenizer-source';
 import { projectRequire } from '../../src/tokenizer/package-resolver';
 import { exceedsChars, MAX_CHARS_PER_TOKEN, maxPromptChars } from '../../src/tokenizer/prompt-size-bound';
 import { sampleValue, scrape } from '../observability/prom-text';
-import { postJson } from '../support/router-app';
-import { useFakeCluster, type FakeClusterHandle } from '../support/router-cluster';
+import { useFakeCluster } from '../support/router-cluster';
+import { forwarded } from './support/forwarded';
 import { fixtureDir } from './support/fixtures';
 
 const NS = 'disagg_router_';
 const LIMIT = 20_000;
 const TOO_LONG = { reason: 'prompt_too_long', role: 'context' };
-
-async function forwarded(cluster: FakeClusterHandle, path: string, body: Record<string, unknown>): Promise<Record<string, unknown>> {
-  const before = cluster.ctx.received.length;
-  const res = await postJson(`${cluster.router.url}${path}`, { model: 'served-name', max_tokens: 4, ...body });
-  expect(res.status).toBe(200);
-  const sent = cluster.ctx.received.slice(before).filter((r) => r.method === 'POST' && r.path.startsWith('/v1/'));
-  expect(sent).toHaveLength(1);
-  return sent[0].body!;
-}
 
 describe('prompts too long for the model are not tokenized (routed by load, forwarded as they came)', () => {
   const router = { type: 'kv_cache_aware', tokens_per_block: 32, tokenizer_threads: 1, tokenizer_dir: fixtureDir('llama3'), tokenizer_max_prompt_chars: LIMIT };
