@@ -18,9 +18,6 @@ interface LeaseValue {
   url: string;
 }
 
-/** Rounds (of a third of the lease TTL) another replica must stay the owner before a hand-back. */
-const HAND_BACK_ROUNDS = 3;
-
 interface LeaseEvents {
   acquired: [url: string];
   lost: [url: string];
@@ -31,10 +28,7 @@ interface LeaseEvents {
  * TTL is `cluster.lease_ttl_s`. The holder renews it every third of that; a replica that dies
  * stops renewing and the key expires, then another replica creates it (the create is atomic,
  * so exactly one wins). A replica prefers the workers rendezvous hashing gives it, so the
- * polling spreads over the replicas; others wait one round before taking a free worker. A
- * lease held while another live replica is the worker's rendezvous owner for HAND_BACK_ROUNDS
- * rounds in a row (replicas started together: the first up took every worker) is handed
- * back, and its owner takes it on its next round.
+ * polling spreads over the replicas; others wait one round before taking a free worker.
  *
  * Without the bus the leases cannot be renewed: each replica then polls its rendezvous share
  * among the replicas it last saw alive, so every worker keeps exactly one poller as long as
@@ -47,8 +41,6 @@ export class PollLeases extends EventEmitter<LeaseEvents> implements KvPollOwner
   /** Other replicas' leases as last read: url -> replica. */
   private readonly others = new Map<string, string>();
   private readonly freeRounds = new Map<string, number>();
-  /** Rounds in a row another live replica has been the rendezvous owner of a lease we hold. */
-  private readonly foreignRounds = new Map<string, number>();
   private timer?: NodeJS.Timeout;
   private ticking = false;
   private stopped = false;
@@ -121,7 +113,6 @@ export class PollLeases extends EventEmitter<LeaseEvents> implements KvPollOwner
     const mine = this.held.get(url);
     const sentAt = Date.now();
     if (mine) {
-      if (this.ownedElsewhere(url)) return this.handBack(url, mine);
       try {
         mine.revision = await kv.update(key, value, mine.revision);
         mine.until = sentAt + this.ttlMs;
@@ -153,26 +144,6 @@ export class PollLeases extends EventEmitter<LeaseEvents> implements KvPollOwner
     } catch {
       // Another replica created it first, or the bus is away: the next round looks again.
     }
-  }
-
-  /** Whether another live replica has been the worker's rendezvous owner for HAND_BACK_ROUNDS rounds. */
-  private ownedElsewhere(url: string): boolean {
-    const owner = this.shareOwner(url);
-    if (owner === undefined || owner === this.bus.replicaId) {
-      this.foreignRounds.delete(url);
-      return false;
-    }
-    const rounds = (this.foreignRounds.get(url) ?? 0) + 1;
-    this.foreignRounds.set(url, rounds);
-    return rounds >= HAND_BACK_ROUNDS;
-  }
-
-  private async handBack(url: string, lease: Lease): Promise<void> {
-    this.held.delete(url);
-    this.foreignRounds.delete(url);
-    this.emit('lost', url);
-    this.logger.log(`replica ${this.bus.replicaId} hands ${url} back to its rendezvous owner ${this.shareOwner(url)}`);
-    await this.bus.leases?.delete(busKeyOf(url), { previousSeq: lease.revision }).catch(() => undefined);
   }
 
   /** Hands the leases back so the other replicas take over at once, not after the TTL. */
