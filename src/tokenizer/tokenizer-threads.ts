@@ -42,7 +42,7 @@ parentPort.on('message', (m) => {
   try {
     if (m.texts !== undefined) {
       const t = modelOf(m.dir);
-      const pieces = m.texts.map((text) => Int32Array.from(t.encode(text, false)));
+      const pieces = m.texts.map((text) => Int32Array.from(t.encodePiece(text)));
       parentPort.postMessage({ id: m.id, pieces }, pieces.map((p) => p.buffer));
       return;
     }
