@@ -31,7 +31,8 @@ const builtin = () => (qwen3 ??= TokenizerLoader.fromPreTrained({
 }));
 const encode = (m) => {
   if (m.dir === undefined) return builtin().encode(m.text, { add_special_tokens: false });
-  return modelOf(m.dir).encode(m.text, m.addSpecialTokens === true);
+  const t = modelOf(m.dir);
+  return m.addSpecialTokens === true ? t.encode(m.text, true) : t.encodePiece(m.text);
 };
 const modelOf = (dir) => {
   let t = byDir.get(dir);

@@ -16,8 +16,11 @@
  * (test/tokenizer/incremental-exactness.spec.ts) compares it with the library's for every
  * fixture tokenizer.
  *
- * `wordCachedEncoder(tokenizer, json)` returns `(text) -> number[]` (no special tokens added)
- * or null.
+ * `wordCachedEncoder(tokenizer, json)` returns `(text, missBudget?) -> number[] | null` (no
+ * special tokens added), or null for a tokenizer of another shape. With a budget, the words
+ * the cache misses may total that many characters: past it the encode stops and gives null
+ * (the words done so far stay cached), so a caller that must not block long can hand the text
+ * to a thread instead.
  */
 export const WORD_CACHED_ENCODER_SOURCE = `
 function wordCachedEncoder(tokenizer, json) {
@@ -50,9 +53,12 @@ function wordCachedEncoder(tokenizer, json) {
     return a !== undefined ? a.id : (vocab.get(token) ?? unk);
   };
   const words = new Map();
+  const OVER_BUDGET = {};
+  let budget = Infinity;
   const pushWord = (word, out) => {
     let ids = words.get(word);
     if (ids === undefined) {
+      if ((budget -= word.length) < 0) throw OVER_BUDGET;
       ids = tokenizer.model(byteLevel.pre_tokenize_text(word, {})).map(idOf);
       if (word.length < MAX_CACHED_WORD) {
         if (words.size >= WORD_CACHE_ENTRIES) words.clear();
@@ -83,7 +89,7 @@ function wordCachedEncoder(tokenizer, json) {
     });
     return sections;
   };
-  return (text) => {
+  const encode = (text) => {
     const out = [];
     for (let section of stripAround(tokenizer.splitter_unnormalized.split(text))) {
       if (section.length === 0) continue;
@@ -100,6 +106,15 @@ function wordCachedEncoder(tokenizer, json) {
       }
     }
     return out;
+  };
+  return (text, missBudget) => {
+    budget = missBudget === undefined ? Infinity : missBudget;
+    try {
+      return encode(text);
+    } catch (e) {
+      if (e === OVER_BUDGET) return null;
+      throw e;
+    }
   };
 }
 `;
