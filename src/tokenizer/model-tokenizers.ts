@@ -3,7 +3,7 @@ import * as path from 'node:path';
 import { Logger } from '@nestjs/common';
 import { ChatTemplates } from './hf/chat-template';
 import { hasTokenizerFiles, hfCachedSnapshot, hfHubCacheDir } from './hf/hf-hub-cache';
-import { hfTokenizerLoader, type HfEncoder } from './hf/hf-tokenizer-source';
+import { hfTokenizerLoader, hfWordEncoderLoader, type HfEncoder, type WordEncoder } from './hf/hf-tokenizer-source';
 import { projectRequire } from './package-resolver';
 
 const logger = new Logger('ModelTokenizers');
@@ -14,6 +14,8 @@ export interface ModelTokenizer {
   readonly templates: ChatTemplates;
   /** Encodes on this thread (loads tokenizer.json on first use). */
   encodeHere(text: string, addSpecialTokens: boolean): number[];
+  /** Its model-free word encoder for this thread, loaded with it (null for a tokenizer of another shape, or when it encodes on this thread anyway). */
+  wordEncoder(): WordEncoder | null;
 }
 
 /** One tokenizer per directory for the whole process, whatever router or model name uses it. */
@@ -25,13 +27,20 @@ export function loadModelTokenizer(dir: string, eager = false): ModelTokenizer {
   let t = byDir.get(key);
   if (!t) {
     if (!hasTokenizerFiles(key)) throw new Error(`${dir} holds no tokenizer.json`);
-    // Parsed once here so a broken file fails now, not on the first request (threads parse their own copy).
-    if (!eager) checkTokenizerJson(path.join(key, 'tokenizer.json'));
+    // Parsed here so a broken file fails now, not on the first request (threads parse their own
+    // copy): as the word encoder of a byte-level BPE, else only checked.
+    const words = eager ? null : hfWordEncoderLoader()(projectRequire(), fs, key);
+    if (!eager && !words) checkTokenizerJson(path.join(key, 'tokenizer.json'));
     const templates = new ChatTemplates(key);
     let encoder: HfEncoder | undefined;
     const load = (): HfEncoder => (encoder ??= hfTokenizerLoader()(projectRequire(), fs, key));
     if (eager) load();
-    t = { dir: key, templates, encodeHere: (text, special) => load().encode(text, special) };
+    t = {
+      dir: key,
+      templates,
+      encodeHere: (text, special) => load().encodeFast(text, special),
+      wordEncoder: () => words,
+    };
     byDir.set(key, t);
   }
   return t;

@@ -5,6 +5,7 @@ import { ChatTemplateError, type ChatTemplateInput } from './hf/chat-template';
 import { RequestTemplateRenderer } from './hf/request-template-renderer';
 import type { PromptRequest } from './prompt-request';
 import { allowConfiguredTokenizerDir, loadModelTokenizer, ModelTokenizerResolver, type ModelTokenizer } from './model-tokenizers';
+import type { WordEncoder } from './hf/hf-tokenizer-source';
 import { chatRendersPlainly, promptSourceOf } from './prompt-tokens';
 import { acquirePieceCache, IncrementalEncoder, pieceCutterFor, releasePieceCache, type PieceCache, type PieceEncoder } from './incremental';
 import { exceedsChars, maxPromptChars } from './prompt-size-bound';
@@ -134,15 +135,36 @@ export class PromptTokenizer {
     if (!encoder) {
       const pieces: PieceEncoder = {
         encode: (text, special) => this.encodeWhole(model, text, special),
-        encodePieces: (texts) =>
-          this.args.tokenizer_threads === 0
-            ? texts.map((t) => Int32Array.from(model.encodeHere(t, false)))
-            : this.threads(texts.reduce((n, t) => n + t.length, 0)).encodePieces(texts, model.dir),
+        encodePieces: (texts) => {
+          if (this.args.tokenizer_threads === 0) return texts.map((t) => Int32Array.from(model.encodeHere(t, false)));
+          const chars = texts.reduce((n, t) => n + t.length, 0);
+          const words = chars < LONG_TEXT_CHARS ? model.wordEncoder() : null;
+          return words ? this.encodeByWords(words, texts, model.dir) : this.threads(chars).encodePieces(texts, model.dir);
+        },
       };
       encoder = new IncrementalEncoder(model.dir, pieceCutterFor(model.dir), this.pieceCache, pieces);
       this.incremental.set(model.dir, encoder);
     }
     return encoder;
+  }
+
+  /**
+   * Pieces of a byte-level BPE tokenizer, assembled here from cached words: only the words this
+   * thread has not seen go to a tokenizer thread (as a list of words, each once), so the next
+   * turn of a conversation, made of words seen before, costs no thread hop at all. What still
+   * misses (words too long to cache, a cache cleared in between) is encoded on the thread whole.
+   */
+  private async encodeByWords(words: WordEncoder, texts: string[], dir: string): Promise<Int32Array[]> {
+    let tries = texts.map((t) => words.tryEncode(t));
+    const missing = [...new Set(tries.flatMap((t) => t.missing ?? []))];
+    if (missing.length > 0) {
+      const learned = await this.threads(0).encodeWords(missing, dir);
+      missing.forEach((word, i) => words.learn(word, learned[i]));
+      tries = tries.map((t, i) => (t.missing ? words.tryEncode(texts[i]) : t));
+    }
+    const left = texts.flatMap((text, i) => (tries[i].missing ? [i] : []));
+    const whole = left.length > 0 ? await this.threads(0).encodePieces(left.map((i) => texts[i]), dir) : [];
+    return tries.map((t, i) => (t.ids ? Int32Array.from(t.ids) : whole[left.indexOf(i)]));
   }
 
   /** The simulator's tokenizers (Qwen3, bytes), chats in Qwen3's layout. */

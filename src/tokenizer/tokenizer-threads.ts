@@ -31,8 +31,7 @@ const builtin = () => (qwen3 ??= TokenizerLoader.fromPreTrained({
 }));
 const encode = (m) => {
   if (m.dir === undefined) return builtin().encode(m.text, { add_special_tokens: false });
-  const t = modelOf(m.dir);
-  return m.addSpecialTokens === true ? t.encode(m.text, true) : t.encodePiece(m.text);
+  return modelOf(m.dir).encodeFast(m.text, m.addSpecialTokens === true);
 };
 const modelOf = (dir) => {
   let t = byDir.get(dir);
@@ -41,6 +40,13 @@ const modelOf = (dir) => {
 };
 parentPort.on('message', (m) => {
   try {
+    if (m.words !== undefined) {
+      const t = modelOf(m.dir);
+      if (!t.encodeWord) throw new Error('this tokenizer has no word encoder');
+      const pieces = m.words.map((word) => Int32Array.from(t.encodeWord(word)));
+      parentPort.postMessage({ id: m.id, pieces }, pieces.map((p) => p.buffer));
+      return;
+    }
     if (m.texts !== undefined) {
       const t = modelOf(m.dir);
       const pieces = m.texts.map((text) => Int32Array.from(t.encodePiece(text)));
@@ -110,7 +116,11 @@ class TokenizerThread {
     return this.ask({ id, texts, dir }).then((a) => a.pieces!);
   }
 
-  private ask(message: { id: number; text?: string; texts?: string[]; dir?: string; addSpecialTokens?: boolean }): Promise<{ ids?: Int32Array; pieces?: Int32Array[] }> {
+  encodeWords(id: number, words: string[], dir: string): Promise<Int32Array[]> {
+    return this.ask({ id, words, dir }).then((a) => a.pieces!);
+  }
+
+  private ask(message: { id: number; text?: string; texts?: string[]; words?: string[]; dir?: string; addSpecialTokens?: boolean }): Promise<{ ids?: Int32Array; pieces?: Int32Array[] }> {
     return new Promise((resolve, reject) => {
       if (this.dead) return reject(this.dead);
       this.pending.set(message.id, { resolve, reject });
@@ -142,6 +152,12 @@ export class TokenizerThreadPool {
   encodePieces(texts: string[], dir: string): Promise<Int32Array[]> {
     if (this.closed) return Promise.reject(new Error('tokenizer threads are stopped'));
     return this.pick().encodePieces(this.nextId++, texts, dir);
+  }
+
+  /** Each word's ids (pre-tokens of a byte-level BPE, see word-cached-encoder-source.ts) by the tokenizer in `dir`. */
+  encodeWords(words: string[], dir: string): Promise<Int32Array[]> {
+    if (this.closed) return Promise.reject(new Error('tokenizer threads are stopped'));
+    return this.pick().encodeWords(this.nextId++, words, dir);
   }
 
   /** Starts the threads now, so the first request does not wait for the tokenizer to load. */

@@ -1,7 +1,7 @@
 import { describe, expect, it } from '@jest/globals';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { hfTokenizerLoader } from '../../src/tokenizer/hf/hf-tokenizer-source';
+import { hfTokenizerLoader, hfWordEncoderLoader } from '../../src/tokenizer/hf/hf-tokenizer-source';
 import { projectRequire } from '../../src/tokenizer/package-resolver';
 import { FIXTURE_MODELS, fixtureDir } from './support/fixtures';
 import { int, pick, randomText, rngOf } from './support/prompt-generator';
@@ -20,11 +20,12 @@ describe.each(FIXTURE_MODELS)('the piece encoder of %s', (model) => {
   const hf = hfTokenizerLoader()(projectRequire(), fs, dir);
   const json = JSON.parse(fs.readFileSync(path.join(dir, 'tokenizer.json'), 'utf8')) as { added_tokens?: { content: string }[] };
   const addedTokens = (json.added_tokens ?? []).map((t) => t.content);
+  const differ = (want: number[], got: number[]): boolean => want.length !== got.length || want.some((id, i) => id !== got[i]);
+  // Each text without special tokens (encodePiece, encodeFast) and with them (encodeFast).
   const mismatches = (texts: string[]): string[] =>
     texts.filter((text) => {
-      const want = hf.encode(text, false);
-      const got = hf.encodePiece(text);
-      return want.length !== got.length || want.some((id, i) => id !== got[i]);
+      const plain = hf.encode(text, false);
+      return differ(plain, hf.encodePiece(text)) || differ(plain, hf.encodeFast(text, false)) || differ(hf.encode(text, true), hf.encodeFast(text, true));
     });
 
   it(BYTE_LEVEL_MODELS.includes(model) ? 'is the word-cached encoder (a byte-level BPE)' : 'is the library encode (not a byte-level BPE)', () => {
@@ -39,6 +40,24 @@ describe.each(FIXTURE_MODELS)('the piece encoder of %s', (model) => {
       texts.push(randomText(rng, int(rng, 1, 30), added) + (rng() < 0.3 ? pick(rng, addedTokens) : ''));
     }
     expect(mismatches(texts)).toEqual([]);
+  });
+
+  it(BYTE_LEVEL_MODELS.includes(model) ? 'has a model-free word encoder that learns words and then needs no model' : 'has no model-free word encoder', () => {
+    const words = hfWordEncoderLoader()(projectRequire(), fs, dir);
+    expect(words !== null).toBe(BYTE_LEVEL_MODELS.includes(model));
+    if (!words) return;
+    const rng = rngOf(13);
+    const texts = Array.from({ length: 60 }, () => randomText(rng, int(rng, 1, 30), addedTokens.slice(0, 20)));
+    for (const text of texts) {
+      let tried = words.tryEncode(text);
+      if (tried.missing) {
+        for (const word of tried.missing) words.learn(word, hf.encodeWord!(word));
+        tried = words.tryEncode(text);
+      }
+      expect(tried.ids).toEqual(hf.encode(text, false));
+    }
+    // Seen once, a text is made of known words: no model needed.
+    expect(texts.every((text) => words.tryEncode(text).missing === undefined)).toBe(true);
   });
 
   it('gives the library ids for decomposed unicode, long words and a word cache that overflows', () => {

@@ -11,7 +11,8 @@ import { WORD_CACHED_ENCODER_SOURCE } from './word-cached-encoder-source';
  * `loadHfTokenizer(req, fs, dir)` returns `{ encode(text, addSpecialTokens) -> number[],
  * encodePiece(text) -> number[], fastPieces }`: `encode` is the library's, the reference;
  * `encodePiece` encodes without special tokens, through the word-cached encoder when the
- * tokenizer has its shape (`fastPieces`), else as `encode`.
+ * tokenizer has its shape (`fastPieces`), else as `encode`; `encodeFast(text, special)` too,
+ * with the special tokens as the wrap two probes show (the library's encode when they differ).
  */
 export const LOAD_HF_TOKENIZER_SOURCE = `
 ${WORD_CACHED_ENCODER_SOURCE}
@@ -59,21 +60,81 @@ function loadHfTokenizer(req, fs, dir) {
   }
   const tokenizer = new Tokenizer(json, config);
   const encode = (text, addSpecialTokens) => tokenizer.encode(text, { add_special_tokens: addSpecialTokens }).ids;
-  const fast = wordCachedEncoder(tokenizer, json);
-  return { encode, encodePiece: fast || ((text) => encode(text, false)), fastPieces: fast !== null };
+  const words = wordCachedEncoder(tokenizer, json);
+  const fast = words && words.encode;
+  const encodePiece = fast || ((text) => encode(text, false));
+  const wrap = fast ? specialWrap(encode, fast) : null;
+  const encodeFast = (text, addSpecialTokens) => {
+    if (!addSpecialTokens) return encodePiece(text);
+    if (!wrap) return encode(text, true);
+    const ids = wrap.before.slice();
+    for (const id of fast(text)) ids.push(id);
+    for (const id of wrap.after) ids.push(id);
+    return ids;
+  };
+  return { encode, encodePiece, encodeFast, encodeWord: words ? words.encodeWord : undefined, fastPieces: words !== null };
+}
+
+// The word encoder of a directory's tokenizer without its model (no vocabulary, no merges: a
+// few MB, not the model's hundred): splits and added tokens as the full one, every word's
+// ids learned from a thread that holds the model. Null for a tokenizer of another shape.
+function loadHfWordEncoder(req, fs, dir) {
+  const { Tokenizer } = req('@huggingface/tokenizers');
+  const json = JSON.parse(fs.readFileSync(dir + '/tokenizer.json', 'utf8'));
+  if (!wordEncoderShape(json)) return null;
+  const configFile = dir + '/tokenizer_config.json';
+  const config = fs.existsSync(configFile) ? JSON.parse(fs.readFileSync(configFile, 'utf8')) : {};
+  const modelFree = { ...json, model: { ...json.model, vocab: {}, merges: [] }, post_processor: null };
+  return wordCachedEncoder(new Tokenizer(modelFree, config), json);
+}
+
+// What add_special_tokens puts around a text (BOS before, EOS after), when it is a plain wrap
+// the same for two probes; null when the post-processor does more.
+function specialWrap(encode, plain) {
+  let wrap = null;
+  for (const probe of ['a', 'Hello world']) {
+    const inner = plain(probe);
+    const full = encode(probe, true);
+    let at = -1;
+    for (let i = 0; i + inner.length <= full.length && at < 0; i++) if (inner.every((id, k) => full[i + k] === id)) at = i;
+    if (at < 0) return null;
+    const found = { before: full.slice(0, at), after: full.slice(at + inner.length) };
+    const same = (a, b) => a.length === b.length && a.every((id, k) => id === b[k]);
+    if (wrap && (!same(wrap.before, found.before) || !same(wrap.after, found.after))) return null;
+    wrap = found;
+  }
+  return wrap;
 }
 `;
 
 export interface HfEncoder {
   encode(text: string, addSpecialTokens: boolean): number[];
   encodePiece(text: string): number[];
+  /** As encode, through the word-cached encoder when the tokenizer has its shape (special tokens as a probed wrap). */
+  encodeFast(text: string, addSpecialTokens: boolean): number[];
+  /** One pre-token's ids (the word-cached encoder's; undefined without it). */
+  encodeWord?: (word: string) => number[];
   /** Whether encodePiece is the word-cached encoder. */
   fastPieces: boolean;
+}
+
+/** The model-free word encoder of a tokenizer (see loadHfWordEncoder above). */
+export interface WordEncoder {
+  tryEncode(text: string): { ids: number[]; missing?: undefined } | { missing: string[]; ids?: undefined };
+  learn(word: string, ids: ArrayLike<number>): void;
 }
 
 type Loader = (req: NodeJS.Require, fs: typeof import('node:fs'), dir: string) => HfEncoder;
 
 let loader: Loader | undefined;
+let wordLoader: ((req: NodeJS.Require, fs: typeof import('node:fs'), dir: string) => WordEncoder | null) | undefined;
+
+/** The model-free word encoder loader, for the main thread. */
+export function hfWordEncoderLoader(): (req: NodeJS.Require, fs: typeof import('node:fs'), dir: string) => WordEncoder | null {
+  // eslint-disable-next-line @typescript-eslint/no-implied-eval -- the one source shared with the threads
+  wordLoader ??= new Function(`${LOAD_HF_TOKENIZER_SOURCE}; return loadHfWordEncoder;`)() as typeof wordLoader;
+  return wordLoader!;
+}
 
 /** The loader above, for the main thread. */
 export function hfTokenizerLoader(): Loader {

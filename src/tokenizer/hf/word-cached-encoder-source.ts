@@ -16,24 +16,32 @@
  * (test/tokenizer/incremental-exactness.spec.ts) compares it with the library's for every
  * fixture tokenizer.
  *
- * `wordCachedEncoder(tokenizer, json)` returns `(text, missBudget?) -> number[] | null` (no
- * special tokens added), or null for a tokenizer of another shape. With a budget, the words
- * the cache misses may total that many characters: past it the encode stops and gives null
- * (the words done so far stay cached), so a caller that must not block long can hand the text
- * to a thread instead.
+ * `wordCachedEncoder(tokenizer, json)` returns null for a tokenizer of another shape, else
+ * - `encode(text) -> number[]`: the ids, no special tokens added;
+ * - `encodeWord(word) -> number[]`: one pre-token's ids (cached);
+ * - `tryEncode(text) -> { ids } | { missing }`: the ids from cached words only, or the words
+ *   the cache lacks (each once), computing nothing: a caller holding no model (the event loop,
+ *   see prompt-tokenizer.ts) asks a thread for those words, `learn`s them and tries again;
+ * - `learn(word, ids)`: caches a word's ids computed elsewhere.
  */
 export const WORD_CACHED_ENCODER_SOURCE = `
+// Whether tokenizer.json describes a byte-level BPE this encoder takes (checked before loading).
+function wordEncoderShape(json) {
+  const pre = json.pre_tokenizer;
+  const bpe = json.model;
+  if (!pre || pre.type !== 'Sequence' || !bpe || bpe.type !== 'BPE') return false;
+  if (bpe.byte_fallback || bpe.fuse_unk || bpe.dropout != null) return false;
+  const steps = pre.pretokenizers || [];
+  const last = steps[steps.length - 1];
+  if (!last || last.type !== 'ByteLevel' || last.use_regex !== false || last.add_prefix_space) return false;
+  return steps.slice(0, -1).every((s) => s.type === 'Split' && !s.invert && s.behavior === 'Isolated');
+}
+
 function wordCachedEncoder(tokenizer, json) {
   const WORD_CACHE_ENTRIES = 65536;
   const MAX_CACHED_WORD = 256;
-  const pre = json.pre_tokenizer;
-  const bpe = json.model;
-  if (!pre || pre.type !== 'Sequence' || !bpe || bpe.type !== 'BPE') return null;
-  if (bpe.byte_fallback || bpe.fuse_unk || bpe.dropout != null) return null;
-  const steps = pre.pretokenizers || [];
-  const last = steps[steps.length - 1];
-  if (!last || last.type !== 'ByteLevel' || last.use_regex !== false || last.add_prefix_space) return null;
-  if (steps.slice(0, -1).some((s) => s.type !== 'Split' || s.invert || s.behavior !== 'Isolated')) return null;
+  if (!wordEncoderShape(json)) return null;
+  const steps = json.pre_tokenizer.pretokenizers;
   const compiled = tokenizer.pre_tokenizer && tokenizer.pre_tokenizer.tokenizers;
   if (!Array.isArray(compiled) || compiled.length !== steps.length) return null;
   const patterns = compiled.slice(0, -1).map((s) => s && s.pattern);
@@ -53,18 +61,26 @@ function wordCachedEncoder(tokenizer, json) {
     return a !== undefined ? a.id : (vocab.get(token) ?? unk);
   };
   const words = new Map();
-  const OVER_BUDGET = {};
-  let budget = Infinity;
-  const pushWord = (word, out) => {
+  const remember = (word, ids) => {
+    if (word.length >= MAX_CACHED_WORD) return;
+    if (words.size >= WORD_CACHE_ENTRIES) words.clear();
+    words.set(word, ids);
+  };
+  const encodeWord = (word) => {
     let ids = words.get(word);
-    if (ids === undefined) {
-      if ((budget -= word.length) < 0) throw OVER_BUDGET;
-      ids = tokenizer.model(byteLevel.pre_tokenize_text(word, {})).map(idOf);
-      if (word.length < MAX_CACHED_WORD) {
-        if (words.size >= WORD_CACHE_ENTRIES) words.clear();
-        words.set(word, ids);
-      }
+    if (ids === undefined) remember(word, (ids = tokenizer.model(byteLevel.pre_tokenize_text(word, {})).map(idOf)));
+    return ids;
+  };
+  // Set while tryEncode runs: words not in the cache are listed instead of computed.
+  let missing;
+  const pushWord = (word, out) => {
+    if (missing !== undefined) {
+      const ids = words.get(word);
+      if (ids === undefined) missing.add(word);
+      else for (let i = 0; i < ids.length; i++) out.push(ids[i]);
+      return;
     }
+    const ids = encodeWord(word);
     for (let i = 0; i < ids.length; i++) out.push(ids[i]);
   };
   // The library's regex_split (Isolated), feeding each part to the next pattern or to the model.
@@ -107,14 +123,15 @@ function wordCachedEncoder(tokenizer, json) {
     }
     return out;
   };
-  return (text, missBudget) => {
-    budget = missBudget === undefined ? Infinity : missBudget;
+  const tryEncode = (text) => {
+    missing = new Set();
     try {
-      return encode(text);
-    } catch (e) {
-      if (e === OVER_BUDGET) return null;
-      throw e;
+      const ids = encode(text);
+      return missing.size === 0 ? { ids } : { missing: [...missing] };
+    } finally {
+      missing = undefined;
     }
   };
+  return { encode, encodeWord, tryEncode, learn: remember };
 }
 `;
