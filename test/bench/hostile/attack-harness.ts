@@ -1,11 +1,12 @@
 import { existsSync } from 'node:fs';
-import { resolve } from 'node:path';
+import { fork } from 'node:child_process';
+import { join, resolve } from 'node:path';
 import { startRouter, type RouterProcess } from './router-process';
 
 /**
  * The frame of the hostile benches: each attack gets a fresh router process per build (its own
- * RSS baseline), its RSS sampled every 20 ms and /health polled one call after another while the
- * attack runs, every attack bounded by ATTACK_S. With an `--ab` build present (dist-bench/ab),
+ * RSS baseline), its RSS sampled every 20 ms and /health polled one call after another (from a
+ * process of its own, health-poller.ts) while the attack runs, every attack bounded by ATTACK_S. With an `--ab` build present (dist-bench/ab),
  * the attacks run against it first ("before"); `--attacks=a,b` runs those whose name contains a
  * word given.
  */
@@ -26,6 +27,8 @@ export interface Attack<W> {
   name: string;
   /** The router's config (hostname and port are added); `build` for a key the before build lacks. */
   config(workers: W, build: Build): Record<string, unknown>;
+  /** 'answering': the router starts without workers (its /health answers 503 until they come). */
+  ready?: 'healthy' | 'answering';
   /** Sends the attack; resolves with what it saw (answers' statuses, shares, client latencies). */
   run(target: AttackTarget<W>): Promise<string[]>;
 }
@@ -54,7 +57,7 @@ export const quantile = (sorted: number[], p: number): number => Math.round(sort
 async function measure<W>(mainJs: string, build: Build, attack: Attack<W>, workers: W): Promise<Record<string, unknown>> {
   let router: RouterProcess;
   try {
-    router = await startRouter(mainJs, attack.config(workers, build));
+    router = await startRouter(mainJs, attack.config(workers, build), {}, attack.ready);
   } catch (err) {
     return { attack: attack.name, survived: false, statuses: `cannot run: ${(err as Error).message}` };
   }
@@ -64,25 +67,20 @@ async function measure<W>(mainJs: string, build: Build, attack: Attack<W>, worke
     let peak = idle;
     const sampler = setInterval(() => (peak = Math.max(peak, router.rssMb())), 20);
     const signal = AbortSignal.timeout(ATTACK_S * 1000);
-    let done = false;
-    const latencies: number[] = [];
-    const poller = (async () => {
-      while (!done && !router.exited()) {
-        const t = performance.now();
-        const ok = await fetch(`${url}/health`, { signal: AbortSignal.timeout(ATTACK_S * 1000) }).then((r) => r.status === 200, () => false);
-        if (!ok) break;
-        latencies.push(performance.now() - t);
-        await new Promise((r) => setTimeout(r, 20));
-      }
-    })();
+    // /health is timed from a process of its own (the attack's client work would skew it).
+    const poller = fork(join(__dirname, 'health-poller.js'), [url], { stdio: ['ignore', 'ignore', 'ignore', 'ipc'] });
+    const latenciesOf = new Promise<number[]>((resolve) => {
+      poller.once('message', (m: number[]) => resolve(m));
+      poller.once('exit', () => resolve([]));
+    });
     const started = Date.now();
     const statuses = await attack.run({ url, router, workers, build, signal });
     const seconds = (Date.now() - started) / 1000;
-    done = true;
-    await poller;
+    poller.send('stop');
+    const latencies = await latenciesOf;
     clearInterval(sampler);
     // A connection the router dropped mid-attack shows as `failed`: alive means it still answers.
-    const alive = !router.exited() && (await fetch(`${url}/health`, { signal: AbortSignal.timeout(10_000) }).then((r) => r.status === 200, () => false));
+    const alive = !router.exited() && (await fetch(`${url}/health`, { signal: AbortSignal.timeout(10_000) }).then(() => true, () => false));
     latencies.sort((a, b) => a - b);
     return {
       attack: attack.name, survived: alive, statuses: statuses.join(', '), seconds,

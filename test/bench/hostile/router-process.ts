@@ -48,10 +48,11 @@ export function rssMbOf(pid: number): number {
 
 /**
  * Starts `mainJs` (a router build's dist main.js) on a free loopback port with `config` (the port
- * and hostname are added) and waits for /health. The memory probe is preloaded with an IPC
+ * and hostname are added) and waits for /health to answer 200 (`ready: 'answering'`: to answer at
+ * all, for a router whose workers come later). The memory probe is preloaded with an IPC
  * channel; `env` is added to the router's environment.
  */
-export async function startRouter(mainJs: string, config: Record<string, unknown>, env: NodeJS.ProcessEnv = {}): Promise<RouterProcess> {
+export async function startRouter(mainJs: string, config: Record<string, unknown>, env: NodeJS.ProcessEnv = {}, ready: 'healthy' | 'answering' = 'healthy'): Promise<RouterProcess> {
   const port = await unusedPort();
   const dir = mkdtempSync(join(tmpdir(), 'disagg-hostile-'));
   const configFile = join(dir, 'router.yaml');
@@ -82,7 +83,8 @@ export async function startRouter(mainJs: string, config: Record<string, unknown
     rmSync(dir, { recursive: true, force: true });
   };
   try {
-    await waitFor(async () => exited || (await fetch(`${url}/health`).catch(() => undefined))?.status === 200, 60_000, 'router healthy');
+    const answered = (status: number | undefined): boolean => (ready === 'healthy' ? status === 200 : status !== undefined);
+    await waitFor(async () => exited || answered((await fetch(`${url}/health`).catch(() => undefined))?.status), 60_000, `router ${ready}`);
     if (exited) throw new Error(`router ${mainJs} exited at start`);
   } catch (err) {
     await stop();
