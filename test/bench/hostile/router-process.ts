@@ -18,6 +18,8 @@ export interface RouterProcess {
   dir: string;
   exited(): boolean;
   rssMb(): number;
+  /** CPU seconds (user + system, all threads) the router used so far. */
+  cpuSeconds(): number;
   residentByKindMb(): ReturnType<typeof residentByKindMb>;
   /** process.memoryUsage() in the router after a full GC, in MB. */
   memoryMb(): Promise<Record<keyof ProbeMemory, number>>;
@@ -35,6 +37,17 @@ export function residentByKindMb(pid: number): { brkHeap: number; anon: number; 
     else if (line.startsWith('Rss:')) out[kind] += Number(/\d+/.exec(line)?.[0] ?? 0) / 1024;
   }
   return { brkHeap: Math.round(out.brkHeap), anon: Math.round(out.anon), other: Math.round(out.other) };
+}
+
+export function cpuSecondsOf(pid: number): number {
+  try {
+    // Fields after the command name (which may hold spaces): utime and stime are the 12th and 13th.
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(fields[11]) + Number(fields[12])) / 100;
+  } catch {
+    return NaN;
+  }
 }
 
 export function rssMbOf(pid: number): number {
@@ -94,6 +107,7 @@ export async function startRouter(mainJs: string, config: Record<string, unknown
     url, pid: child.pid!, dir,
     exited: () => exited,
     rssMb: () => rssMbOf(child.pid!),
+    cpuSeconds: () => cpuSecondsOf(child.pid!),
     residentByKindMb: () => residentByKindMb(child.pid!),
     memoryMb: async () => {
       const { memory } = await ask({ type: 'memory' });
