@@ -83,6 +83,20 @@ describe('hostile workers', () => {
     await expectSettled(c.router);
   });
 
+  it('sizes the default answer limit from what the request can produce: 8 MiB of text is too large without logprobs, taken with them', async () => {
+    // A valid completion of 8 MiB: under the 2 KiB a token may take with its logprobs, over the 256 bytes of plain text.
+    const big: FakeHandler = (_req, res) =>
+      json(res, 200, { id: 'x', object: 'text_completion', model: 'm', choices: [{ index: 0, text: 'a'.repeat(8 * 1024 * 1024), finish_reason: 'length' }], usage: { prompt_tokens: 1, completion_tokens: 16_384, total_tokens: 16_385 } });
+    const c = await start({}, { gen: big });
+    const plain = await postJson(`${c.router.url}/v1/completions`, { model: 'm', prompt: 'hello' });
+    expect(plain.status).toBe(502);
+    expect(plain.json.error).toMatchObject({ code: 'answer_too_large' });
+    const scored = await postJson(`${c.router.url}/v1/completions`, { model: 'm', prompt: 'hello', logprobs: 1 });
+    expect(scored.status).toBe(200);
+    expect((scored.json as { choices: { text: string }[] }).choices[0].text).toHaveLength(8 * 1024 * 1024);
+    await expectSettled(c.router);
+  });
+
   it('ends a stream that never ends at timeouts.request_s with a final SSE error event', async () => {
     const event = (i: number): string => `data: ${JSON.stringify({ id: 'x', object: 'text_completion', choices: [{ index: 0, text: String(i), finish_reason: null }] })}\n\n`;
     const c = await start({ timeouts: { request_s: 0.8 } }, { gen: drip({ 'content-type': 'text/event-stream' }, event) });
