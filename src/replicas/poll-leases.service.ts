@@ -65,8 +65,6 @@ export class PollLeases extends EventEmitter<LeaseEvents> implements KvPollOwner
   private readonly foreignRounds = new Map<string, number>();
   /** Epoch ms of the last lease this replica acquired (ownership moves, in the admin view). */
   lastAcquiredAt?: number;
-  /** Leases handed back to their rendezvous owner (admin view). */
-  handedBack = 0;
   /** Whether a poll, publication or snapshot write of the worker is under way here (set by KvSync). */
   busyWith: (url: string) => boolean = () => false;
 
@@ -192,8 +190,8 @@ export class PollLeases extends EventEmitter<LeaseEvents> implements KvPollOwner
   /**
    * Hands the lease to the worker's rendezvous owner once another live replica has been it for
    * HAND_BACK_ROUNDS rounds (hysteresis: a replica seen briefly moves nothing), at a clean
-   * point: the first due round stops new polls and snapshots, a later round with nothing
-   * under way for the worker deletes the lease, and the owner takes it on its next round.
+   * point: from the due round on no poll or snapshot starts, the first round with none under
+   * way for the worker deletes the lease, and the owner takes it on its next round.
    */
   private async handBackWhenDue(url: string, lease: Lease): Promise<void> {
     const owner = this.shareOwner(url);
@@ -214,7 +212,6 @@ export class PollLeases extends EventEmitter<LeaseEvents> implements KvPollOwner
     }
     this.held.delete(url);
     this.foreignRounds.delete(url);
-    this.handedBack++;
     this.logger.log(`replica ${this.bus.replicaId} hands ${url} back to its rendezvous owner ${owner}`);
     this.emit('lost', url);
   }
