@@ -1,4 +1,8 @@
 import { HttpApiError } from '../common';
+import { idListTextOf } from '../common/id-list-text';
+
+/** Members whose id lists are spliced in as the text they came as (README "Worker body encoding"). */
+const SPLICED_MEMBERS = ['prompt', 'prompt_token_ids'];
 
 /**
  * JSON.stringify of a client's request body. A body the router cannot serialise (nested too
@@ -7,8 +11,22 @@ import { HttpApiError } from '../common';
  */
 export function serializeRequest(value: unknown): string {
   try {
-    return JSON.stringify(value);
+    return withSplicedIds(value) ?? JSON.stringify(value);
   } catch {
     throw new HttpApiError(400, 'the request body cannot be forwarded: it is nested too deeply', { code: 'invalid_body' });
   }
+}
+
+/** The body's text with its remembered id list written as it came (last member), if it has one. */
+function withSplicedIds(value: unknown): string | undefined {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return undefined;
+  const body = value as Record<string, unknown>;
+  for (const key of SPLICED_MEMBERS) {
+    const ids = idListTextOf(body[key]);
+    if (ids === undefined) continue;
+    const { [key]: _spliced, ...rest } = body;
+    const text = JSON.stringify(rest);
+    return text === '{}' ? `{"${key}":${ids}}` : `${text.slice(0, -1)},"${key}":${ids}}`;
+  }
+  return undefined;
 }

@@ -1,6 +1,7 @@
 import { conversationIdOf, type RequestKind, type RoutingRequest } from '../routing';
 import { protocolOf } from './kind-protocols';
 import { serializeRequest } from './serialize';
+import { cutIdList, ID_CUT_VALUE } from '../common/id-list-text';
 import { WorkerBody } from './worker-body';
 
 /**
@@ -187,18 +188,11 @@ export interface ContextAnswerOk {
 }
 export type ContextAnswer = ContextAnswerOk | { ok: false; problem: string };
 
-const IDS_MEMBER = '"prompt_token_ids":';
-/** A non-empty JSON list of non-negative integers, nothing else. */
-const ID_LIST = /\s*(\[\s*(?:\d+\s*,\s*)*\d+\s*\])/y;
-/** Stands in for the cut-out list while the rest is parsed; found at the top level, the cut was right. */
-const CUT_MARK = '"\\u0000ids"';
-const CUT_VALUE = '\u0000ids';
-
 export function parseContextAnswer(text: string, kind: RequestKind = 'completion'): ContextAnswer {
-  const cut = cutPromptIds(text);
+  const cut = cutIdList(text, 'prompt_token_ids');
   let json = parseJsonObject(cut ? cut.rest : text);
   let promptIdsText: string | undefined;
-  if (cut && json?.prompt_token_ids === CUT_VALUE) {
+  if (cut && json?.prompt_token_ids === ID_CUT_VALUE) {
     promptIdsText = cut.ids;
     delete json.prompt_token_ids;
   } else if (cut) {
@@ -235,17 +229,6 @@ export function finishedContextAnswer(kind: RequestKind, answer: ContextAnswerOk
   const json = answer.json;
   for (const key of dropped) delete json[key];
   return json;
-}
-
-/** The prompt_token_ids list cut out of the answer's text, a mark in its place. */
-function cutPromptIds(text: string): { rest: string; ids: string } | undefined {
-  const at = text.indexOf(IDS_MEMBER);
-  if (at < 0) return undefined;
-  const from = at + IDS_MEMBER.length;
-  ID_LIST.lastIndex = from;
-  const m = ID_LIST.exec(text);
-  if (!m) return undefined;
-  return { rest: text.slice(0, from) + CUT_MARK + text.slice(from + m[0].length), ids: m[1] };
 }
 
 /** Any finish reason but `length` and `not_finished` means nothing is left to generate. */

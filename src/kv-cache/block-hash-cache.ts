@@ -8,11 +8,14 @@ export interface BlockHashCacheLimits {
 }
 
 export const DEFAULT_BLOCK_HASH_CACHE_LIMITS: BlockHashCacheLimits = { maxTokens: 2 * 1024 * 1024, maxEntries: 4096 };
-/** Prompts kept per first block (one per conversation sharing a system prompt, say). */
-const PER_FIRST_BLOCK = 8;
+/** Prompts a lookup compares, at most: the newest of one prefix checkpoint. */
+const PER_BUCKET = 8;
+/** Checkpoints double up to this many blocks, then come every this many blocks. */
+const CHECKPOINT_STRIDE = 16;
 
 interface Entry {
-  readonly bucket: string;
+  /** The buckets it is filed in: one per checkpoint (see prefixPrints). */
+  readonly buckets: string[];
   /** The hashed tokens (the prompt without its last token) as the hashes read them: uint32. */
   readonly tokens: Uint32Array;
   readonly states: ChainState[];
@@ -26,6 +29,11 @@ interface Entry {
  * end are equal, in the same algorithm, block size and cache salt; the result is the chain
  * blockKeyChain computes. Bounded in tokens and prompts, least recently used dropped first.
  * One per app (KvCacheModule), shared by every KV-aware router.
+ *
+ * A prompt is filed under prints of its first 1, 2, 4, 8, 16, 32, 48... blocks, and looked up from its
+ * longest checkpoint down: the previous turn of one conversation is found under a prefix no
+ * other conversation has, however many conversations share the system prompt. Each bucket
+ * keeps its newest PER_BUCKET prompts, so a lookup compares a few prompts at most.
  */
 export class BlockHashCache {
   private readonly buckets = new Map<string, Entry[]>();
@@ -69,21 +77,23 @@ export class BlockHashCache {
     if (!steps || !Number.isInteger(tokensPerBlock) || tokensPerBlock <= 0 || end < tokensPerBlock || end > this.limits.maxTokens) {
       return blockKeyChain(algo, tokenIds, tokensPerBlock, cacheSaltId);
     }
-    const bucket = `${algo} ${tokensPerBlock} ${cacheSaltId ?? '-'} ${firstBlockPrint(tokenIds, tokensPerBlock)}`;
-    const entries = this.buckets.get(bucket);
+    const scope = `${algo} ${tokensPerBlock} ${cacheSaltId ?? '-'}`;
+    const buckets = prefixPrints(tokenIds, tokensPerBlock, end).map((print) => `${scope} ${print}`);
     let best: Entry | undefined;
     let shared = 0;
-    for (const e of entries ?? []) {
-      const n = sharedPrefix(e.tokens, tokenIds, end);
-      if (n > shared) {
-        best = e;
-        shared = n;
+    for (let k = buckets.length - 1; k >= 0 && !best; k--) {
+      for (const e of this.buckets.get(buckets[k]) ?? []) {
+        const n = sharedPrefix(e.tokens, tokenIds, end);
+        if (n > shared) {
+          best = e;
+          shared = n;
+        }
       }
     }
     if (best && shared === end && best.tokens.length === end) {
       this.hits += 1;
       this.reusedBlocks += best.keys.length;
-      this.touch(best, entries!);
+      this.touch(best);
       return best.keys.slice();
     }
     this.misses += 1;
@@ -100,7 +110,7 @@ export class BlockHashCache {
     }
     // The prompt an earlier one grew into stands for it from now on.
     if (best && shared === best.tokens.length) this.drop(best);
-    this.store({ bucket, tokens: uint32Copy(tokenIds, end), states, keys });
+    this.store({ buckets, tokens: uint32Copy(tokenIds, end), states, keys });
     return keys.slice();
   }
 
@@ -111,32 +121,43 @@ export class BlockHashCache {
   }
 
   private store(entry: Entry): void {
-    let list = this.buckets.get(entry.bucket);
-    if (!list) this.buckets.set(entry.bucket, (list = []));
-    list.push(entry);
+    for (const bucket of entry.buckets) {
+      let list = this.buckets.get(bucket);
+      if (!list) this.buckets.set(bucket, (list = []));
+      list.push(entry);
+      if (list.length > PER_BUCKET) list.shift();
+    }
     this.lru.add(entry);
     this.storedTokens += entry.tokens.length;
-    if (list.length > PER_FIRST_BLOCK) this.drop(list[0]);
     for (const oldest of this.lru) {
       if (this.storedTokens <= this.limits.maxTokens && this.lru.size <= this.limits.maxEntries) break;
       this.drop(oldest);
     }
   }
 
-  /** Most recently used last, in the LRU order and in its first block's list alike. */
-  private touch(entry: Entry, list: Entry[]): void {
+  /** Most recently used last, in the LRU order and in its buckets alike. */
+  private touch(entry: Entry): void {
     this.lru.delete(entry);
     this.lru.add(entry);
-    list.splice(list.indexOf(entry), 1);
-    list.push(entry);
+    for (const bucket of entry.buckets) {
+      const list = this.buckets.get(bucket);
+      const at = list ? list.indexOf(entry) : -1;
+      if (at < 0) continue;
+      list!.splice(at, 1);
+      list!.push(entry);
+    }
   }
 
   private drop(entry: Entry): void {
     if (!this.lru.delete(entry)) return;
     this.storedTokens -= entry.tokens.length;
-    const list = this.buckets.get(entry.bucket)!;
-    list.splice(list.indexOf(entry), 1);
-    if (list.length === 0) this.buckets.delete(entry.bucket);
+    for (const bucket of entry.buckets) {
+      const list = this.buckets.get(bucket);
+      const at = list ? list.indexOf(entry) : -1;
+      if (at < 0) continue;
+      list!.splice(at, 1);
+      if (list!.length === 0) this.buckets.delete(bucket);
+    }
   }
 }
 
@@ -148,11 +169,23 @@ function sharedPrefix(cached: Uint32Array, ids: readonly number[], end: number):
   return i;
 }
 
-/** FNV-1a over the first block's tokens: prompts sharing no first block never meet. */
-function firstBlockPrint(ids: readonly number[], tokensPerBlock: number): number {
+/**
+ * FNV-1a prints of the first 1, 2, 4, 8, 16, 32, 48... blocks (those within the first `end`
+ * tokens): prompts sharing no first block never meet, and the longest shared checkpoint finds
+ * the closest prompt.
+ */
+function prefixPrints(ids: readonly number[], tokensPerBlock: number, end: number): number[] {
+  const prints: number[] = [];
   let h = 0x811c9dc5;
-  for (let i = 0; i < tokensPerBlock; i++) h = Math.imul(h ^ (ids[i] >>> 0), 0x01000193);
-  return h >>> 0;
+  let next = tokensPerBlock;
+  for (let i = 0; i < end; i++) {
+    h = Math.imul(h ^ (ids[i] >>> 0), 0x01000193);
+    if (i + 1 === next) {
+      prints.push(h >>> 0);
+      next = next < CHECKPOINT_STRIDE * tokensPerBlock ? next * 2 : next + CHECKPOINT_STRIDE * tokensPerBlock;
+    }
+  }
+  return prints;
 }
 
 function uint32Copy(ids: readonly number[], end: number): Uint32Array {

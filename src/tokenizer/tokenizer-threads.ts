@@ -31,7 +31,8 @@ const builtin = () => (qwen3 ??= TokenizerLoader.fromPreTrained({
 }));
 const encode = (m) => {
   if (m.dir === undefined) return builtin().encode(m.text, { add_special_tokens: false });
-  return modelOf(m.dir).encode(m.text, m.addSpecialTokens === true);
+  const t = modelOf(m.dir);
+  return m.addSpecialTokens === true ? t.encode(m.text, true) : t.encodePiece(m.text);
 };
 const modelOf = (dir) => {
   let t = byDir.get(dir);
@@ -42,7 +43,7 @@ parentPort.on('message', (m) => {
   try {
     if (m.texts !== undefined) {
       const t = modelOf(m.dir);
-      const pieces = m.texts.map((text) => Int32Array.from(t.encode(text, false)));
+      const pieces = m.texts.map((text) => Int32Array.from(t.encodePiece(text)));
       parentPort.postMessage({ id: m.id, pieces }, pieces.map((p) => p.buffer));
       return;
     }

