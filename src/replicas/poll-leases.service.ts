@@ -26,6 +26,9 @@ interface LeaseValue {
 /** Rounds (a third of the lease TTL each) another live replica must be the owner in a row before a hand-back: one TTL. */
 const HAND_BACK_ROUNDS = 3;
 
+/** How long a replica still making its first bus connection polls nothing (then it polls as in an outage). */
+const FIRST_CONNECTION_GRACE_MS = 10_000;
+
 interface LeaseEvents {
   acquired: [url: string];
   lost: [url: string];
@@ -49,7 +52,7 @@ interface LeaseEvents {
  *
  * Without the bus the leases cannot be renewed: each replica then polls its rendezvous share
  * among the replicas it last saw alive, so every worker keeps exactly one poller as long as
- * the replicas agree on who is alive (a replica still making its first connection waits a TTL).
+ * the replicas agree on who is alive (a replica still making its first connection waits first).
  */
 @Injectable()
 export class PollLeases extends EventEmitter<LeaseEvents> implements KvPollOwnership, OnModuleInit, BeforeApplicationShutdown {
@@ -105,11 +108,12 @@ export class PollLeases extends EventEmitter<LeaseEvents> implements KvPollOwner
 
   /**
    * A replica still making its first connection knows no peer yet: its share would be every
-   * worker, and what it drained would reach no other replica. It polls nothing for a lease TTL
-   * (a connection normally takes far less), then as a replica whose bus is down.
+   * worker, and what it drained would reach no other replica (the owner's later events, applied
+   * first, would even hide it from its own view once it adopts their snapshots). It polls
+   * nothing for FIRST_CONNECTION_GRACE_MS, then as a replica whose bus is down.
    */
   private pollsWithoutBus(): boolean {
-    return this.bus.state !== 'connecting' || Date.now() - this.bus.since >= this.ttlMs;
+    return this.bus.state !== 'connecting' || Date.now() - this.bus.since >= FIRST_CONNECTION_GRACE_MS;
   }
 
   private validLease(url: string): Lease | undefined {

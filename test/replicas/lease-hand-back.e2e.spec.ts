@@ -37,7 +37,10 @@ describe('router replicas: a poll lease handed back during traffic', () => {
 
   it('moves to the rendezvous owner, which drains only after reading the stream, and every view ends complete', async () => {
     const [first] = replicas;
-    await waitFor(async () => (await clusterAdmin(first)).workers[0]?.owner === 'first', 15_000, 'the first replica polls the worker');
+    await waitFor(async () => {
+      const view = await clusterAdmin(first);
+      return view.bus.state === 'connected' && view.workers[0]?.owner === 'first';
+    }, 15_000, 'the first replica holds the worker\'s lease');
     let next = 0;
     let drainsAfterMove = -1;
     fixture.worker.kvEvents = () => {
