@@ -28,6 +28,8 @@ export class KvEventStream implements KvEventPublisher, OnModuleDestroy {
   received = 0;
   /** Workers polled while the bus was away: their events reached no other replica. */
   readonly unpublished = new Set<string>();
+  /** Publications not yet acknowledged by the stream, per worker URL. */
+  private readonly sending = new Map<string, number>();
   /** The stream consumer: a stop (or another start) while one is being made stops that one. */
   private readonly reader: WatchSlot;
   private reading?: Promise<void>;
@@ -57,10 +59,32 @@ export class KvEventStream implements KvEventPublisher, OnModuleDestroy {
     // Published one after the other: the client writes them in this order, the stream keeps it.
     for (const text of messagesOf(events.map(withoutTokens), partBytesFor(this.bus.nc?.info?.max_payload))) {
       this.published++;
-      js.publish(this.bus.names.eventSubject, text, { headers: h }).catch((err: Error) => {
-        this.unpublished.add(url);
-        this.logger.warn(`events of ${url} not published: ${err.message}`);
-      });
+      this.sending.set(url, (this.sending.get(url) ?? 0) + 1);
+      js.publish(this.bus.names.eventSubject, text, { headers: h })
+        .catch((err: Error) => {
+          this.unpublished.add(url);
+          this.logger.warn(`events of ${url} not published: ${err.message}`);
+        })
+        .finally(() => {
+          const left = (this.sending.get(url) ?? 1) - 1;
+          if (left > 0) this.sending.set(url, left);
+          else this.sending.delete(url);
+        });
+    }
+  }
+
+  /** Whether events of the worker are still on their way to the stream (a lease hand-back waits for them). */
+  publishing(serverUrl: string): boolean {
+    return this.sending.has(normalizeServerUrl(serverUrl));
+  }
+
+  /** The stream's last sequence now (undefined: the bus did not answer). */
+  async end(): Promise<number | undefined> {
+    try {
+      const info = await this.bus.call(async () => this.bus.jsm?.streams.info(this.bus.names.eventStream));
+      return info?.state.last_seq;
+    } catch {
+      return undefined;
     }
   }
 

@@ -54,6 +54,8 @@ export class KvSnapshots implements OnModuleDestroy {
   writes = 0;
   /** Parts of the last snapshot written (admin view). */
   lastParts = 0;
+  /** Workers whose snapshot is being written (its parts are overwritten in place: one writer at a time). */
+  private readonly inWrite = new Set<string>();
 
   private readonly watching: WatchSlot;
 
@@ -104,8 +106,23 @@ export class KvSnapshots implements OnModuleDestroy {
     }
   }
 
+  /** Whether this replica is writing the worker's snapshot (a lease hand-back waits for it). */
+  writing(url: string): boolean {
+    return this.inWrite.has(url);
+  }
+
   /** Writes the worker's snapshot when its tables moved since the last write (or `force`). */
   async write(server: ServerState, streamSeq: number, force = false): Promise<boolean> {
+    if (this.inWrite.has(server.url)) return false;
+    this.inWrite.add(server.url);
+    try {
+      return await this.writeNow(server, streamSeq, force);
+    } finally {
+      this.inWrite.delete(server.url);
+    }
+  }
+
+  private async writeNow(server: ServerState, streamSeq: number, force: boolean): Promise<boolean> {
     const kv = this.bus.snapshots;
     const last = this.applier.lastEventId(server.url);
     if (!kv || last === undefined) return false;

@@ -46,8 +46,10 @@ export class KvSync implements OnModuleInit, OnModuleDestroy {
     // A new owner writes a snapshot soon, so a replica starting next finds a recent one.
     this.leases.on('acquired', (url) => {
       const server = this.registry.list().find((s) => s.url === url);
-      if (server) setTimeout(() => void this.snapshots.write(server, this.stream.lastSeq), 1_000).unref();
+      if (server) setTimeout(() => void this.writeIfOwned(server, false), 1_000).unref();
     });
+    // A lease is handed back only when nothing of its worker is under way here.
+    this.leases.busyWith = (url) => this.poller.isPolling(url) || this.stream.publishing(url) || this.snapshots.writing(url);
   }
 
   private async resync(): Promise<void> {
@@ -82,8 +84,12 @@ export class KvSync implements OnModuleInit, OnModuleDestroy {
 
   private async writeSnapshots(force: boolean): Promise<void> {
     if (!this.bus.connected) return;
-    const owned: ServerState[] = this.registry.list().filter((s) => this.leases.owns(s.url));
-    for (const server of owned) await this.snapshots.write(server, this.stream.lastSeq, force);
+    for (const server of this.registry.list()) await this.writeIfOwned(server, force);
+  }
+
+  /** A snapshot only from the worker's poller, checked right before the write: a lease being handed back writes none. */
+  private async writeIfOwned(server: ServerState, force: boolean): Promise<void> {
+    if (this.leases.owns(server.url)) await this.snapshots.write(server, this.stream.lastSeq, force);
   }
 
   /** Tests and the admin view: resolves once the latest resynchronisation finished. */

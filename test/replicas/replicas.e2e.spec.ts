@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { blockKeyChain } from '../../src/kv-cache/hash-algos';
+import { rendezvousOwner } from '../../src/replicas/rendezvous';
 import { ReplicaBus } from '../../src/replicas/replica-bus.service';
 import { tokens } from '../routing/support/policy-harness';
 import { postJson, waitFor } from '../support/router-app';
@@ -38,6 +39,15 @@ describe('router replicas share one KV view over NATS JetStream', () => {
     const next = await complete(1, [...P, ...tokens(5, 9000)]);
     expect(cachedTokens(next.json)).toBe(8 * TPB);
     expect(home.stats.requests.byType.plain).toBe(before[homeOf(before)] + 2);
+    await waitForConvergence(cluster);
+  });
+
+  it('spreads the workers over the replicas by rendezvous hashing, even when one replica came up first and took them all', async () => {
+    const ids = cluster.replicas.map((r) => r.id);
+    await waitFor(async () => {
+      const views = await Promise.all(cluster.replicas.map(clusterAdmin));
+      return views.every((v) => v.workers.length === 3 && v.workers.every((w) => w.owner === rendezvousOwner(w.url, ids)));
+    }, 20_000, 'every worker polled by its rendezvous owner');
     await waitForConvergence(cluster);
   });
 
