@@ -17,6 +17,9 @@ const texts = new WeakMap<readonly number[], IdListText>();
 /** A non-empty JSON list of non-negative integers, nothing else. */
 const ID_LIST = /\s*(\[\s*(?:\d+\s*,\s*)*\d+\s*\])/y;
 
+/** The members a prompt's token ids come in (completions, chat): parsed keeping their text, spliced back. */
+export const PROMPT_ID_MEMBERS: readonly string[] = ['prompt', 'prompt_token_ids'];
+
 /** Lists shorter than this cost less to write again than to look for. */
 export const MIN_SPLICED_IDS = 64;
 

@@ -1,8 +1,6 @@
 import type { FastifyBodyParser, FastifyInstance } from 'fastify';
-import { cutIdList, ID_CUT_VALUE, MIN_SPLICED_IDS, rememberIdListText } from './id-list-text';
+import { cutIdList, ID_CUT_VALUE, MIN_SPLICED_IDS, PROMPT_ID_MEMBERS, rememberIdListText } from './id-list-text';
 
-/** The members a prompt's token ids come in (completions, chat). */
-const ID_MEMBERS = ['prompt', 'prompt_token_ids'];
 /** A body shorter than this cannot hold an id list worth keeping as text. */
 const MIN_ID_BODY_CHARS = MIN_SPLICED_IDS * 2;
 
@@ -37,7 +35,7 @@ export function jsonBodyParser(fastify: FastifyInstance): FastifyBodyParser<Buff
 /** JSON.parse, with the top-level prompt id list remembered as its text. */
 function parseKeepingIdText(text: string): unknown {
   if (text.length < MIN_ID_BODY_CHARS) return JSON.parse(text);
-  for (const member of ID_MEMBERS) {
+  for (const member of PROMPT_ID_MEMBERS) {
     const cut = cutIdList(text, member);
     if (!cut) continue;
     let rest: unknown;

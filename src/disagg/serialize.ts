@@ -1,8 +1,5 @@
 import { HttpApiError } from '../common';
-import { idListTextOf } from '../common/id-list-text';
-
-/** Members whose id lists are spliced in as the text they came as (README "Worker body encoding"). */
-const SPLICED_MEMBERS = ['prompt', 'prompt_token_ids'];
+import { idListTextOf, PROMPT_ID_MEMBERS } from '../common/id-list-text';
 
 /**
  * JSON.stringify of a client's request body. A body the router cannot serialise (nested too
@@ -17,11 +14,11 @@ export function serializeRequest(value: unknown): string {
   }
 }
 
-/** The body's text with its remembered id list written as it came (last member), if it has one. */
+/** The body's text with its remembered id list written as it came (last member), if it has one (README "Worker body encoding"). */
 function withSplicedIds(value: unknown): string | undefined {
   if (typeof value !== 'object' || value === null || Array.isArray(value)) return undefined;
   const body = value as Record<string, unknown>;
-  for (const key of SPLICED_MEMBERS) {
+  for (const key of PROMPT_ID_MEMBERS) {
     const ids = idListTextOf(body[key]);
     if (ids === undefined) continue;
     const { [key]: _spliced, ...rest } = body;
