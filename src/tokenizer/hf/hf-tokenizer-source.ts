@@ -16,15 +16,17 @@ import { WORD_CACHED_ENCODER_SOURCE } from './word-cached-encoder-source';
  */
 export const LOAD_HF_TOKENIZER_SOURCE = `
 ${WORD_CACHED_ENCODER_SOURCE}
+// A directory's JSON file, {} for an optional one that is absent.
+function readTokenizerFile(fs, dir, name, optional) {
+  const file = dir + '/' + name;
+  if (optional && !fs.existsSync(file)) return {};
+  return JSON.parse(fs.readFileSync(file, 'utf8'));
+}
+
 function loadHfTokenizer(req, fs, dir) {
   const { Tokenizer } = req('@huggingface/tokenizers');
-  const read = (name, optional) => {
-    const file = dir + '/' + name;
-    if (optional && !fs.existsSync(file)) return {};
-    return JSON.parse(fs.readFileSync(file, 'utf8'));
-  };
-  const json = read('tokenizer.json', false);
-  const config = read('tokenizer_config.json', true);
+  const json = readTokenizerFile(fs, dir, 'tokenizer.json', false);
+  const config = readTokenizerFile(fs, dir, 'tokenizer_config.json', true);
   const defaults = {
     LlamaTokenizer: [true, false], CodeLlamaTokenizer: [true, false], GemmaTokenizer: [true, false],
     CohereTokenizer: [true, false], GPTNeoXTokenizer: [false, false],
@@ -80,10 +82,9 @@ function loadHfTokenizer(req, fs, dir) {
 // ids learned from a thread that holds the model. Null for a tokenizer of another shape.
 function loadHfWordEncoder(req, fs, dir) {
   const { Tokenizer } = req('@huggingface/tokenizers');
-  const json = JSON.parse(fs.readFileSync(dir + '/tokenizer.json', 'utf8'));
+  const json = readTokenizerFile(fs, dir, 'tokenizer.json', false);
   if (!wordEncoderShape(json)) return null;
-  const configFile = dir + '/tokenizer_config.json';
-  const config = fs.existsSync(configFile) ? JSON.parse(fs.readFileSync(configFile, 'utf8')) : {};
+  const config = readTokenizerFile(fs, dir, 'tokenizer_config.json', true);
   const modelFree = { ...json, model: { ...json.model, vocab: {}, merges: [] }, post_processor: null };
   return wordCachedEncoder(new Tokenizer(modelFree, config), json);
 }
