@@ -3,6 +3,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { ChatTemplates } from '../../src/tokenizer/hf/chat-template';
 import { hfTokenizerLoader } from '../../src/tokenizer/hf/hf-tokenizer-source';
+import { idListTextOf, MIN_SPLICED_IDS } from '../../src/common/id-list-text';
 import { IncrementalEncoder, PieceCache, PieceCutter } from '../../src/tokenizer/incremental';
 import { projectRequire } from '../../src/tokenizer/package-resolver';
 import { FIXTURE_MODELS, fixtureDir } from './support/fixtures';
@@ -14,7 +15,8 @@ import { int, pick, randomConversation, randomText, rngOf, type Message } from '
  * the history, system prompt swaps) encoded through the piece cache must give the ids of the
  * uncached encode of the whole text, for every fixture tokenizer. Pieces are cut far finer than
  * in production (every 24 characters where plain text may be cut) and the cache is small, so
- * cuts, hits and evictions all happen often. Seeded: a failure names its seed.
+ * cuts, hits and evictions all happen often. The JSON text joined from the pieces' (what a
+ * worker body splices in) must be that of the ids. Seeded: a failure names its seed.
  */
 const CONVERSATIONS = Number(process.env.INCREMENTAL_TOKENIZER_CASES ?? 60);
 const TEXT_PROMPTS = CONVERSATIONS;
@@ -48,11 +50,16 @@ describe.each(FIXTURE_MODELS)('incremental tokenization of %s equals the uncache
   });
   const failures: string[] = [];
   let checked = 0;
+  let spliced = 0;
   const check = async (seed: number, what: string, text: string, special: boolean): Promise<void> => {
     checked++;
     const whole = hf.encode(text, special);
     const pieces = await encoder.encode(text, special);
     if (whole.length !== pieces.length || whole.some((id, i) => id !== pieces[i])) failures.push(`seed ${seed} ${what}: ${JSON.stringify(text.slice(0, 200))}`);
+    if (pieces.length >= MIN_SPLICED_IDS) {
+      spliced++;
+      if (idListTextOf(pieces) !== JSON.stringify(whole)) failures.push(`seed ${seed} ${what}: the joined JSON text differs`);
+    }
   };
 
   it('is cut where the tokenizer allows', () => {
@@ -77,6 +84,7 @@ describe.each(FIXTURE_MODELS)('incremental tokenization of %s equals the uncache
     }
     expect(failures).toEqual([]);
     expect(cache.stats.hits).toBeGreaterThan(0);
+    expect(spliced).toBeGreaterThan(CONVERSATIONS);
   }, 60_000);
 
   it('for plain text prompts growing (mid-word too) and edited, special tokens added or not', async () => {

@@ -1,4 +1,5 @@
-import type { PieceCache } from './piece-cache';
+import { MIN_SPLICED_IDS, rememberIdListText } from '../../common/id-list-text';
+import type { PieceCache, PieceIds } from './piece-cache';
 import type { PieceCutter } from './piece-cutter';
 
 /** A tokenizer as the incremental encoder drives it (on this thread, on worker threads, native). */
@@ -24,7 +25,9 @@ const WRAP_PROBES = ['a', 'Hello world'];
  * one call and cached, and the special tokens are put around the whole. The ids are those of
  * the uncached encode of the whole text (the differential test checks it for every fixture
  * tokenizer). A tokenizer whose special tokens are not a plain wrap (a post-processor that
- * does more) gets the uncached encode for texts that ask for them.
+ * does more) gets the uncached encode for texts that ask for them. The ids come with their JSON
+ * text joined from the pieces' (README "Worker body encoding"), so a worker body carrying them
+ * splices that text instead of writing thousands of numbers again.
  */
 export class IncrementalEncoder {
   private wrap?: Promise<SpecialWrap | null>;
@@ -44,7 +47,7 @@ export class IncrementalEncoder {
     }
     const pieces = this.cutter.cut(text);
     if (this.cutter.textProblem !== undefined && longestPiece(pieces) >= 2 * this.cutter.minPiece) this.cache.countUncut(this.cutter.textProblem);
-    const found: (Int32Array | undefined)[] = new Array(pieces.length);
+    const found: (PieceIds | undefined)[] = new Array(pieces.length);
     let missing: number[] | undefined;
     for (let i = 0; i < pieces.length; i++) {
       found[i] = this.cache.get(this.owner, pieces[i]);
@@ -52,15 +55,9 @@ export class IncrementalEncoder {
     }
     if (missing) {
       const encoded = await this.encoder.encodePieces(missing.map((i) => pieces[i]));
-      missing.forEach((at, k) => {
-        found[at] = encoded[k];
-        this.cache.set(this.owner, pieces[at], encoded[k]);
-      });
+      missing.forEach((at, k) => (found[at] = this.cache.set(this.owner, pieces[at], encoded[k])));
     }
-    const ids: number[] = wrap ? wrap.before.slice() : [];
-    for (const part of found) for (let i = 0; i < part!.length; i++) ids.push(part![i]);
-    if (wrap) for (const id of wrap.after) ids.push(id);
-    return ids;
+    return joinPieces(found as PieceIds[], wrap);
   }
 
   private async probeWrap(): Promise<SpecialWrap | null> {
@@ -75,6 +72,23 @@ export class IncrementalEncoder {
     }
     return wrap;
   }
+}
+
+/** The pieces' ids in one list, its JSON text (joined from theirs) remembered with it. */
+function joinPieces(found: readonly PieceIds[], wrap: SpecialWrap | undefined): number[] {
+  const ids: number[] = wrap ? wrap.before.slice() : [];
+  const members: string[] = wrap && wrap.before.length ? [wrap.before.join(',')] : [];
+  for (const { ids: part, json } of found) {
+    if (part.length === 0) continue;
+    for (let i = 0; i < part.length; i++) ids.push(part[i]);
+    members.push(json);
+  }
+  if (wrap && wrap.after.length) {
+    for (const id of wrap.after) ids.push(id);
+    members.push(wrap.after.join(','));
+  }
+  if (ids.length >= MIN_SPLICED_IDS) rememberIdListText(ids, `[${members.join(',')}]`);
+  return ids;
 }
 
 function longestPiece(pieces: string[]): number {

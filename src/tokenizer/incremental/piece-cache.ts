@@ -1,13 +1,23 @@
 /** What a cached piece costs besides its text and ids: the entry, the map slot, the typed array. */
 const ENTRY_OVERHEAD_BYTES = 160;
 
-interface Entry {
+/** A piece's ids, and the same ids as JSON list members ("1,2,3"), so a list of pieces is written by joining (README "Worker body encoding"). */
+export interface PieceIds {
+  readonly ids: Int32Array;
+  readonly json: string;
+}
+
+interface Entry extends PieceIds {
   /** The tokenizer (its directory) these ids are of. */
   readonly owner: string;
-  readonly ids: Int32Array;
   readonly bytes: number;
   /** Another tokenizer's ids of the same text. */
   other?: Entry;
+}
+
+/** A piece's ids with their JSON members, for a piece the cache does not hold. */
+export function pieceIds(ids: Int32Array): PieceIds {
+  return { ids, json: ids.join(',') };
 }
 
 /** Counters of the cache since the process started (the metrics read them). */
@@ -23,8 +33,8 @@ export interface PieceCacheStats {
 
 /**
  * Token ids of prompt pieces, keyed by the piece's text and its tokenizer, least recently used
- * dropped first once the bytes held (text at 2 bytes a character, ids at 4 bytes a token, plus
- * a fixed overhead per entry) pass the bound. Texts are stored as copies of their own, so a key
+ * dropped first once the bytes held (text at 2 bytes a character, ids at 4 bytes a token, their
+ * JSON text at a byte a character, plus a fixed overhead per entry) pass the bound. Texts are stored as copies of their own, so a key
  * never keeps the whole prompt it was cut from alive.
  */
 export class PieceCache {
@@ -52,7 +62,7 @@ export class PieceCache {
   }
 
   /** The piece's ids for that tokenizer, counted as a hit or a miss. */
-  get(owner: string, text: string): Int32Array | undefined {
+  get(owner: string, text: string): PieceIds | undefined {
     const head = this.map.get(text);
     let e = head;
     while (e && e.owner !== owner) e = e.other;
@@ -65,19 +75,22 @@ export class PieceCache {
     // Most recently used last: the map's order is the eviction order.
     this.map.delete(text);
     this.map.set(text, head);
-    return e.ids;
+    return e;
   }
 
-  set(owner: string, text: string, ids: Int32Array): void {
+  /** Caches a piece's ids (if they fit the bound); returns them with their JSON members either way. */
+  set(owner: string, text: string, ids: Int32Array): PieceIds {
     this.stats.missTokens += ids.length;
-    const bytes = text.length * 2 + ids.byteLength + ENTRY_OVERHEAD_BYTES;
-    if (bytes > this.maxBytes) return;
+    const piece = pieceIds(ids);
+    const bytes = text.length * 2 + ids.byteLength + piece.json.length + ENTRY_OVERHEAD_BYTES;
+    if (bytes > this.maxBytes) return piece;
     const head = this.map.get(text);
-    for (let e = head; e; e = e.other) if (e.owner === owner) return;
+    for (let e = head; e; e = e.other) if (e.owner === owner) return e;
     const key = head ? (this.map.delete(text), text) : ownCopy(text);
-    this.map.set(key, { owner, ids, bytes, other: head });
+    this.map.set(key, { owner, ...piece, bytes, other: head });
     this.held += bytes;
     this.evict();
+    return piece;
   }
 
   countUncut(reason: string): void {
