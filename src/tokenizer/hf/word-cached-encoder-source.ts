@@ -86,6 +86,17 @@ function wordCachedEncoder(tokenizer, json) {
   // The library's regex_split (Isolated), feeding each part to the next pattern or to the model.
   const splitInto = (text, level, out) => {
     if (level === patterns.length) return pushWord(text, out);
+    // Matches as plain strings (no match object per word): when they add up to the whole text
+    // they are contiguous, so there are no gaps between them to pass on.
+    const parts = text.match(patterns[level]);
+    if (parts !== null) {
+      let covered = 0;
+      for (let i = 0; i < parts.length; i++) covered += parts[i].length;
+      if (covered === text.length) {
+        for (let i = 0; i < parts.length; i++) if (parts[i].length > 0) splitInto(parts[i], level + 1, out);
+        return;
+      }
+    }
     let prev = 0;
     for (const match of text.matchAll(patterns[level])) {
       const whole = match[0];

@@ -74,20 +74,29 @@ export class IncrementalEncoder {
   }
 }
 
+/** Lists up to this long are allocated at their size (longer ones would get slow dictionary elements). */
+const PREALLOCATED_IDS = 64 * 1024;
+
 /** The pieces' ids in one list, its JSON text (joined from theirs) remembered with it. */
 function joinPieces(found: readonly PieceIds[], wrap: SpecialWrap | undefined): number[] {
-  const ids: number[] = wrap ? wrap.before.slice() : [];
-  const members: string[] = wrap && wrap.before.length ? [wrap.before.join(',')] : [];
+  const before = wrap?.before ?? [];
+  const after = wrap?.after ?? [];
+  let total = before.length + after.length;
+  for (const piece of found) total += piece.ids.length;
+  // At its size: pushing would grow it (and copy it) a dozen times on its way to ~9k ids.
+  const ids: number[] = total <= PREALLOCATED_IDS ? new Array<number>(total) : [];
+  let n = 0;
+  const put = (id: number): void => void (ids[n++] = id);
+  before.forEach(put);
+  const members: string[] = before.length ? [before.join(',')] : [];
   for (const { ids: part, json } of found) {
     if (part.length === 0) continue;
-    for (let i = 0; i < part.length; i++) ids.push(part[i]);
+    for (let i = 0; i < part.length; i++) ids[n++] = part[i];
     members.push(json);
   }
-  if (wrap && wrap.after.length) {
-    for (const id of wrap.after) ids.push(id);
-    members.push(wrap.after.join(','));
-  }
-  if (ids.length >= MIN_SPLICED_IDS) rememberIdListText(ids, `[${members.join(',')}]`);
+  after.forEach(put);
+  if (after.length) members.push(after.join(','));
+  if (n >= MIN_SPLICED_IDS) rememberIdListText(ids, `[${members.join(',')}]`);
   return ids;
 }
 
