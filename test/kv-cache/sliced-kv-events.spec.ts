@@ -58,7 +58,8 @@ class DrainWriter {
     const r = this.rnd();
     if (r < 0.2) return `{"event_id":${this.id++},"data":{"type":"created","num_blocks_per_cache_level":[4096,0]}}`;
     if (r < 0.4) return `{"event_id":${this.id++},"data":{"type":"updated","block_hash":${this.hash()},"cache_level":{"old_value":0,"new_value":1},"priority":null}}`;
-    if (r < 0.45) return `{"event_id":${this.id++},"data":{"type":"future_kind","x":[1,2]}}`;
+    if (r < 0.43) return `{"event_id":${this.id++},"data":{"type":"future_kind","x":[1,2]}}`;
+    if (r < 0.45) return `{"event_id":${this.id++},"data":{"type":"cleared"},"attention_dp_rank":null}`;
     if (r < 0.7) return this.removed(1 + Math.floor(this.rnd() * 20));
     return this.stored(1 + Math.floor(this.rnd() * 40));
   }
