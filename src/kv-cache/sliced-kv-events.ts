@@ -15,7 +15,7 @@ import { CHAR, nextMember, skipString, skipValue, skipWs } from './json-scan';
 
 /** Drains shorter than this parse in one go: the common drain is a few KB after a request. */
 export const SLICED_PARSE_FROM_CHARS = 256 * 1024;
-/** Text parsed between two turns of the event loop: about 10 ms of work on a loaded core. */
+/** Text parsed between two turns of the event loop: 2-3 ms of work (test/bench/routing/kv-drain-parse.ts). */
 export const PARSE_SLICE_CHARS = 64 * 1024;
 
 /** Stands in the skeleton of a cut event for the array parsed in runs (random: no input holds it). */
