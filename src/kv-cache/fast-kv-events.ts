@@ -1,4 +1,4 @@
-import { parseKvEvents, type KvCacheEvent } from './kv-events';
+import { parseKvEvents, type KvCacheEvent, type KvStoredBlock } from './kv-events';
 
 /** A digit string the rewrite below turned into a JSON string, so it keeps all 64 bits. */
 const MARK = '#';
@@ -13,26 +13,45 @@ const DIGITS = /\d+/g;
  * unexpected falls back to the lossless parser, so results are always the same.
  */
 export function parseKvEventsFast(text: string): KvCacheEvent[] {
-  const quoted = text
-    .replace(HASH_FIELD, (_m, key: string, digits: string) => `${key}"${MARK}${digits}"`)
-    .replace(HASH_LIST, (_m, open: string, list: string) => `${open}${list.replace(DIGITS, (d) => `"${MARK}${d}"`)}]`);
-  let raw: unknown;
-  try {
-    raw = JSON.parse(quoted);
-  } catch {
-    return parseKvEvents(text);
-  }
-  if (!Array.isArray(raw)) return parseKvEvents(text);
+  return tryParseKvEventsFast(text) ?? parseKvEvents(text);
+}
+
+/** The fast parse, or undefined where the lossless parser must decide. */
+export function tryParseKvEventsFast(text: string): KvCacheEvent[] | undefined {
+  const raw = parseQuoted(quoteHashes(text));
+  if (!Array.isArray(raw)) return undefined;
   const out: KvCacheEvent[] = [];
   for (const item of raw) {
-    const event = normalize(item);
-    if (!event) return parseKvEvents(text);
+    const event = normalizeKvEvent(item);
+    if (!event) return undefined;
     out.push(event);
   }
   return out;
 }
 
-function normalize(item: unknown): KvCacheEvent | undefined {
+/** Quotes the digits of hash fields and `block_hashes` lists (see parseKvEventsFast). */
+export function quoteHashes(text: string): string {
+  return text
+    .replace(HASH_FIELD, (_m, key: string, digits: string) => `${key}"${MARK}${digits}"`)
+    .replace(HASH_LIST, (_m, open: string, list: string) => `${open}${quoteDigits(list)}]`);
+}
+
+/** Every run of digits in `text` quoted as a marked hash. */
+export function quoteDigits(text: string): string {
+  return text.replace(DIGITS, (d) => `"${MARK}${d}"`);
+}
+
+/** JSON.parse of rewritten text; undefined for invalid JSON. */
+export function parseQuoted(quoted: string): unknown {
+  try {
+    return JSON.parse(quoted) as unknown;
+  } catch {
+    return undefined;
+  }
+}
+
+/** One parsed event as the applier and publisher read it; undefined for anything unexpected. */
+export function normalizeKvEvent(item: unknown): KvCacheEvent | undefined {
   if (!isRecord(item)) return undefined;
   const data = isRecord(item.data) ? item.data : item;
   if (typeof data.type !== 'string') return undefined;
@@ -40,26 +59,21 @@ function normalize(item: unknown): KvCacheEvent | undefined {
   switch (data.type) {
     case 'stored': {
       if (!Array.isArray(data.blocks)) return undefined;
-      out.parent_hash = data.parent_hash == null ? null : hash(data.parent_hash);
-      const blocks = [];
-      for (const b of data.blocks) {
-        if (!isRecord(b)) return undefined;
-        const h = hash(b.block_hash);
-        if (h === undefined) return undefined;
-        blocks.push({ ...b, block_hash: h });
-      }
+      out.parent_hash = data.parent_hash == null ? null : blockHash(data.parent_hash);
+      const blocks = normalizeBlocks(data.blocks);
+      if (!blocks) return undefined;
       out.blocks = blocks;
       break;
     }
     case 'removed': {
       if (!Array.isArray(data.block_hashes)) return undefined;
-      const hashes = data.block_hashes.map(hash);
-      if (hashes.some((h) => h === undefined)) return undefined;
+      const hashes = normalizeHashes(data.block_hashes);
+      if (!hashes) return undefined;
       out.block_hashes = hashes;
       break;
     }
     case 'updated':
-      out.block_hash = hash(data.block_hash);
+      out.block_hash = blockHash(data.block_hash);
       break;
     default:
       break;
@@ -71,13 +85,36 @@ function normalize(item: unknown): KvCacheEvent | undefined {
   return event;
 }
 
-function hash(v: unknown): bigint | string | undefined {
+/** A stored event's parsed blocks with their hashes normalized; undefined if one is unexpected. */
+export function normalizeBlocks(blocks: readonly unknown[]): KvStoredBlock[] | undefined {
+  const out: KvStoredBlock[] = [];
+  for (const b of blocks) {
+    if (!isRecord(b)) return undefined;
+    const h = blockHash(b.block_hash);
+    if (h === undefined) return undefined;
+    out.push({ ...b, block_hash: h } as unknown as KvStoredBlock);
+  }
+  return out;
+}
+
+/** A removed event's parsed hashes normalized; undefined if one is unexpected. */
+export function normalizeHashes(hashes: readonly unknown[]): Array<bigint | string> | undefined {
+  const out: Array<bigint | string> = [];
+  for (const v of hashes) {
+    const h = blockHash(v);
+    if (h === undefined) return undefined;
+    out.push(h);
+  }
+  return out;
+}
+
+function blockHash(v: unknown): bigint | string | undefined {
   if (typeof v === 'string') return v.startsWith(MARK) ? BigInt.asUintN(64, BigInt(v.slice(1))) : v.length ? v : undefined;
   // Small hashes the rewrite did not see (e.g. in an unexpected layout) are exact as numbers.
   if (typeof v === 'number' && Number.isSafeInteger(v) && v >= 0) return BigInt(v);
   return undefined;
 }
 
-function isRecord(v: unknown): v is Record<string, unknown> {
+export function isRecord(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
 }

@@ -14,4 +14,5 @@ export * from './kv-events';
 export * from './kv-seams';
 export * from './kv-worker';
 export * from './kv-workers';
+export * from './sliced-kv-events';
 export * from './tokens-per-block';

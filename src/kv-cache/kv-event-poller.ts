@@ -2,10 +2,10 @@ import { Inject, Injectable, Logger, Optional } from '@nestjs/common';
 import { APP_CONFIG, type AppConfig } from '../config';
 import { AnswerTooLargeError, HttpSessionClosedError } from '../http-session';
 import { DEFAULT_KV_EVENTS_BYTES, WorkerClient } from '../worker-client';
-import { parseKvEventsFast } from './fast-kv-events';
 import { KvEventApplier } from './kv-event-applier';
 import { kvEventSlices } from './kv-event-slices';
 import type { KvCacheEvent } from './kv-events';
+import { parseKvEventsInSlices } from './sliced-kv-events';
 import {
   KV_EVENT_PUBLISHER,
   KV_METRICS,
@@ -89,7 +89,8 @@ export class KvEventPoller {
     try {
       const text = await this.workers.drainKvEvents(serverUrl, timeoutMs, this.maxDrainBytes);
       if (!text.trim()) return { ok: true, applied: 0 };
-      events = parseKvEventsFast(text);
+      // A large drain is parsed in slices too, yielding to requests (README "KV block tables").
+      events = await parseKvEventsInSlices(text);
     } catch (err) {
       if (err instanceof AnswerTooLargeError) return this.lostDrain(serverUrl, err);
       // Outside the session's lifetime there is nothing to poll with; not a worker fault.

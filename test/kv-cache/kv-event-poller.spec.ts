@@ -1,3 +1,4 @@
+import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import { afterEach, describe, expect, it } from '@jest/globals';
 import { Global, Module } from '@nestjs/common';
 import { Test, type TestingModule } from '@nestjs/testing';
@@ -207,5 +208,46 @@ describe('KvEventPoller against hostile drains', () => {
     expect(r.state.kvTable().has(30_001n)).toBe(true);
     expect(r.state.kvTable().has(1n)).toBe(false);
     expect(r.app.get(KvEventApplier).lastEventId(worker.url)).toBe(3);
+  });
+
+  it('parses a large drain in slices too: the event loop turns between the answer read and the first block applied', async () => {
+    const worker = await new FakeWorker(() => undefined).start();
+    closing.push(worker);
+    const r = await room(worker.url);
+    closing.push(r.app);
+    const count = 300_000;
+    const parts = ['[{"event_id":1,"data":{"type":"stored","parent_hash":null,"blocks":['];
+    for (let i = 1; i <= count; i++) parts.push(`${i > 1 ? ',' : ''}{"type":"stored_block","block_hash":${BIG + BigInt(i)},"tokens":[]}`);
+    parts.push(']},"window_size":32}]');
+    const text = parts.join('');
+    worker.kvEvents = () => text;
+    // From the moment the session has read the whole answer (undici's own event), turns of the
+    // event loop are counted until the table holds a block: a parse in one go leaves none.
+    let turns = -1;
+    const table = r.state.kvTable();
+    const countTurns = (): void => {
+      if (table.size > 0) return;
+      turns++;
+      setImmediate(countTurns);
+    };
+    const onAnswerRead = (message: unknown): void => {
+      const path = (message as { request?: { path?: string } }).request?.path;
+      if (path?.endsWith('/kv_cache_events') && turns < 0) {
+        turns = 0;
+        setImmediate(countTurns);
+      }
+    };
+    subscribe('undici:request:trailers', onAnswerRead);
+    try {
+      expect(await r.app.get(KvEventPoller).pollOnce(worker.url, 20_000)).toEqual({ ok: true, applied: 1 });
+    } finally {
+      unsubscribe('undici:request:trailers', onAnswerRead);
+    }
+    expect(turns).toBeGreaterThan(20);
+    expect(table.size).toBe(count);
+    expect(table.has(BIG + BigInt(count))).toBe(true);
+    // The replicas are handed what the one-go parse gives.
+    expect(r.published).toHaveLength(1);
+    expect(r.published[0][1]).toEqual(parseKvEventsFast(text));
   });
 });
