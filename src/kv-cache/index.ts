@@ -10,6 +10,7 @@ export * from './kv-block-table';
 export * from './kv-cache.module';
 export * from './kv-event-applier';
 export * from './kv-event-poller';
+export * from './kv-event-slices';
 export * from './kv-events';
 export * from './kv-seams';
 export * from './kv-worker';

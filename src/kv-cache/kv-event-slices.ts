@@ -16,14 +16,14 @@ export const BLOCKS_PER_SLICE = 20_000;
  * than a slice is cut too: its parts but the last carry event_id -1 (untracked; applying a
  * block twice changes nothing), the last its own id, so the id bookkeeping sees it once.
  */
-export function* kvEventSlices(events: readonly KvCacheEvent[]): Generator<KvCacheEvent[]> {
+export function* kvEventSlices(events: readonly KvCacheEvent[], blocksPerSlice = BLOCKS_PER_SLICE): Generator<KvCacheEvent[]> {
   let slice: KvCacheEvent[] = [];
   let weight = 0;
   for (const event of events) {
-    for (const part of partsOf(event)) {
+    for (const part of partsOf(event, blocksPerSlice)) {
       slice.push(part);
       weight += blocksOf(part);
-      if (weight >= BLOCKS_PER_SLICE) {
+      if (weight >= blocksPerSlice) {
         yield slice;
         slice = [];
         weight = 0;
@@ -33,24 +33,25 @@ export function* kvEventSlices(events: readonly KvCacheEvent[]): Generator<KvCac
   if (slice.length) yield slice;
 }
 
-function blocksOf(event: KvCacheEvent): number {
+/** Blocks an event carries (1 for events without blocks): the weight slices are cut by. */
+export function blocksOf(event: KvCacheEvent): number {
   const data = event.data;
-  if (data.type === 'stored') return data.blocks.length;
-  if (data.type === 'removed') return data.block_hashes.length;
+  if (data.type === 'stored') return Math.max(1, data.blocks.length);
+  if (data.type === 'removed') return Math.max(1, data.block_hashes.length);
   return 1;
 }
 
-function partsOf(event: KvCacheEvent): KvCacheEvent[] {
+function partsOf(event: KvCacheEvent, blocksPerPart: number): KvCacheEvent[] {
   const data = event.data;
-  if (blocksOf(event) <= BLOCKS_PER_SLICE) return [event];
+  if (blocksOf(event) <= blocksPerPart) return [event];
   const parts: KvCacheEvent[] = [];
   if (data.type === 'stored') {
-    for (let i = 0; i < data.blocks.length; i += BLOCKS_PER_SLICE) {
-      parts.push({ ...event, data: { ...data, blocks: data.blocks.slice(i, i + BLOCKS_PER_SLICE) } });
+    for (let i = 0; i < data.blocks.length; i += blocksPerPart) {
+      parts.push({ ...event, data: { ...data, blocks: data.blocks.slice(i, i + blocksPerPart) } });
     }
   } else if (data.type === 'removed') {
-    for (let i = 0; i < data.block_hashes.length; i += BLOCKS_PER_SLICE) {
-      parts.push({ ...event, data: { ...data, block_hashes: data.block_hashes.slice(i, i + BLOCKS_PER_SLICE) } });
+    for (let i = 0; i < data.block_hashes.length; i += blocksPerPart) {
+      parts.push({ ...event, data: { ...data, block_hashes: data.block_hashes.slice(i, i + blocksPerPart) } });
     }
   }
   for (let i = 0; i < parts.length - 1; i++) {

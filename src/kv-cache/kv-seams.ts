@@ -1,3 +1,5 @@
+import type { KvCacheEvent } from './kv-events';
+
 /**
  * Seams for several router replicas sharing what the workers' KV events say: which worker a
  * replica polls, and where the events it drained go besides its own block tables. Without a
@@ -21,7 +23,7 @@ export interface KvPollOwnership {
  */
 export const KV_EVENT_PUBLISHER = Symbol('KV_EVENT_PUBLISHER');
 export interface KvEventPublisher {
-  publish(serverUrl: string, events: readonly unknown[], restarted: boolean): void;
+  publish(serverUrl: string, events: readonly KvCacheEvent[], restarted: boolean): void;
 }
 
 /** Where the KV room reports its counters; bound to the metrics service when metrics exist. */

@@ -1,8 +1,9 @@
 import { Injectable, Logger, type OnModuleDestroy } from '@nestjs/common';
-import type { ConsumerMessages, JsMsg } from '@nats-io/jetstream';
-import { headers as natsHeaders } from '@nats-io/nats-core';
+import type { ConsumerMessages, JetStreamClient, JsMsg } from '@nats-io/jetstream';
+import { headers as natsHeaders, type MsgHdrs } from '@nats-io/nats-core';
 import { normalizeServerUrl } from '../config';
-import { KvEventApplier, parseKvEventsFast, serializeKvEvents, type KvEventPublisher } from '../kv-cache';
+import { KvEventApplier, parseKvEventsFast, type KvCacheEvent, type KvEventPublisher } from '../kv-cache';
+import { eventMessages } from './event-messages';
 import { ReplicaBus } from './replica-bus.service';
 import { partBytesFor } from './snapshot-parts';
 import { WatchSlot } from './watch-slot';
@@ -11,7 +12,8 @@ import { WorkerPositions } from './worker-positions';
 /**
  * The KV cache events of every worker on one JetStream stream. The replica that polled a
  * worker publishes what it drained (worker URL and restart epoch in headers, the events as
- * JSON, in several messages when one would exceed the bus's max_payload); every replica reads the stream in order and applies the others'
+ * JSON, in several messages when one would exceed the bus's max_payload, serialised a slice at a
+ * time); every replica reads the stream in order and applies the others'
  * messages through the KV room's applier (which skips event ids already applied). A message
  * with a newer epoch than this replica knows restarts the worker's event ids first. The
  * stream sequence tells where a replica is, so it resumes after an outage or starts after a
@@ -30,6 +32,8 @@ export class KvEventStream implements KvEventPublisher, OnModuleDestroy {
   readonly unpublished = new Set<string>();
   /** Publications not yet acknowledged by the stream, per worker URL. */
   private readonly sending = new Map<string, number>();
+  /** Per worker URL, the drain being sent: the next one goes after it. */
+  private readonly queues = new Map<string, Promise<void>>();
   /** The stream consumer: a stop (or another start) while one is being made stops that one. */
   private readonly reader: WatchSlot;
   private reading?: Promise<void>;
@@ -42,7 +46,7 @@ export class KvEventStream implements KvEventPublisher, OnModuleDestroy {
     this.reader = new WatchSlot(bus);
   }
 
-  publish(serverUrl: string, events: readonly unknown[], restarted: boolean): void {
+  publish(serverUrl: string, events: readonly KvCacheEvent[], restarted: boolean): void {
     if (!events.length) return;
     const url = normalizeServerUrl(serverUrl);
     const epoch = restarted ? this.positions.nextEpoch(url) : this.positions.epoch(url);
@@ -56,20 +60,37 @@ export class KvEventStream implements KvEventPublisher, OnModuleDestroy {
     h.set('epoch', String(epoch));
     h.set('replica', this.bus.replicaId);
     h.set('instance', this.bus.instanceId);
-    // Published one after the other: the client writes them in this order, the stream keeps it.
-    for (const text of messagesOf(events.map(withoutTokens), partBytesFor(this.bus.nc?.info?.max_payload))) {
-      this.published++;
-      this.sending.set(url, (this.sending.get(url) ?? 0) + 1);
-      js.publish(this.bus.names.eventSubject, text, { headers: h })
-        .catch((err: Error) => {
-          this.unpublished.add(url);
-          this.logger.warn(`events of ${url} not published: ${err.message}`);
-        })
-        .finally(() => {
-          const left = (this.sending.get(url) ?? 1) - 1;
-          if (left > 0) this.sending.set(url, left);
-          else this.sending.delete(url);
-        });
+    const limit = partBytesFor(this.bus.nc?.info?.max_payload);
+    this.sending.set(url, (this.sending.get(url) ?? 0) + 1);
+    // After the worker's earlier drain: the stream must keep a worker's messages in drain order.
+    const sent = (this.queues.get(url) ?? Promise.resolve())
+      .then(() => this.send(js, url, events, h, limit))
+      .finally(() => {
+        const left = (this.sending.get(url) ?? 1) - 1;
+        if (left > 0) this.sending.set(url, left);
+        else this.sending.delete(url);
+        if (this.queues.get(url) === sent) this.queues.delete(url);
+      });
+    this.queues.set(url, sent);
+  }
+
+  /** One drain, as many messages as the bus's max_payload asks; a failure is logged once per drain. */
+  private async send(js: JetStreamClient, url: string, events: readonly KvCacheEvent[], h: MsgHdrs, limit: number): Promise<void> {
+    let failure: Error | undefined;
+    const acks: Promise<unknown>[] = [];
+    try {
+      // Published one after the other: the client writes them in this order, the stream keeps it.
+      for await (const text of eventMessages(events, limit)) {
+        this.published++;
+        acks.push(js.publish(this.bus.names.eventSubject, text, { headers: h }).catch((err: Error) => (failure ??= err)));
+      }
+    } catch (err) {
+      failure ??= err as Error;
+    }
+    await Promise.all(acks);
+    if (failure) {
+      this.unpublished.add(url);
+      this.logger.warn(`events of ${url} not published: ${failure.message}`);
     }
   }
 
@@ -156,26 +177,9 @@ export class KvEventStream implements KvEventPublisher, OnModuleDestroy {
 
   async onModuleDestroy(): Promise<void> {
     await this.stop();
+    // Drains still being cut go out before the bus closes (each publish ends by its ack or the client's timeout).
+    await Promise.allSettled([...this.queues.values()]);
   }
-}
-
-/** The events as JSON texts of at most `limit` bytes each where they can be split (a big drain goes as several messages). */
-function messagesOf(events: readonly unknown[], limit: number): string[] {
-  const text = serializeKvEvents(events);
-  if (events.length < 2 || Buffer.byteLength(text) <= limit) return [text];
-  const half = Math.ceil(events.length / 2);
-  return [...messagesOf(events.slice(0, half), limit), ...messagesOf(events.slice(half), limit)];
-}
-
-/**
- * A stored event without its blocks' token lists: block tables need only the hashes, and the
- * tokens are most of a stored event's bytes (every replica parses every message).
- */
-function withoutTokens(event: unknown): unknown {
-  const data = (event as { data?: { type?: unknown; blocks?: unknown } } | null)?.data;
-  if (data?.type !== 'stored' || !Array.isArray(data.blocks)) return event;
-  const blocks = (data.blocks as Record<string, unknown>[]).map(({ tokens: _tokens, ...rest }) => rest);
-  return { ...(event as object), data: { ...data, blocks } };
 }
 
 function safeUrl(url: string | undefined): string | undefined {
