@@ -11,23 +11,33 @@ export function isContinuation(event: KvCacheEvent): boolean {
 export const BLOCKS_PER_SLICE = 20_000;
 
 /**
- * A drain's events cut into slices of about BLOCKS_PER_SLICE blocks, so applying a huge drain
- * yields to the event loop between slices instead of stalling every request. An event larger
- * than a slice is cut too: its parts but the last carry event_id -1 (untracked; applying a
- * block twice changes nothing), the last its own id, so the id bookkeeping sees it once.
+ * A drain's events cut into slices of at most `blocksPerSlice` blocks (an event without
+ * blocks weighs one), so applying a huge drain yields to the event loop between slices
+ * instead of stalling every request. An event that does not fit the room left in a slice is
+ * cut: its parts but the last carry event_id -1 (untracked; applying a block twice changes
+ * nothing), the last its own id, so the id bookkeeping sees it once.
  */
 export function* kvEventSlices(events: readonly KvCacheEvent[], blocksPerSlice = BLOCKS_PER_SLICE): Generator<KvCacheEvent[]> {
+  const size = Math.max(1, Math.floor(blocksPerSlice));
   let slice: KvCacheEvent[] = [];
-  let weight = 0;
+  let room = size;
   for (const event of events) {
-    for (const part of partsOf(event, blocksPerSlice)) {
-      slice.push(part);
-      weight += blocksOf(part);
-      if (weight >= blocksPerSlice) {
-        yield slice;
-        slice = [];
-        weight = 0;
-      }
+    const total = blocksOf(event);
+    let from = 0;
+    // Only an event with blocks can weigh more than the room (at least 1) left.
+    while (total - from > room) {
+      slice.push(partOf(event, from, from + room, true));
+      from += room;
+      yield slice;
+      slice = [];
+      room = size;
+    }
+    slice.push(from === 0 ? event : partOf(event, from, total, false));
+    room -= total - from;
+    if (room === 0) {
+      yield slice;
+      slice = [];
+      room = size;
     }
   }
   if (slice.length) yield slice;
@@ -41,22 +51,18 @@ export function blocksOf(event: KvCacheEvent): number {
   return 1;
 }
 
-function partsOf(event: KvCacheEvent, blocksPerPart: number): KvCacheEvent[] {
+/** Blocks [from, to) of a stored or removed event; a continuation carries event_id -1. */
+function partOf(event: KvCacheEvent, from: number, to: number, continuation: boolean): KvCacheEvent {
   const data = event.data;
-  if (blocksOf(event) <= blocksPerPart) return [event];
-  const parts: KvCacheEvent[] = [];
-  if (data.type === 'stored') {
-    for (let i = 0; i < data.blocks.length; i += blocksPerPart) {
-      parts.push({ ...event, data: { ...data, blocks: data.blocks.slice(i, i + blocksPerPart) } });
-    }
-  } else if (data.type === 'removed') {
-    for (let i = 0; i < data.block_hashes.length; i += blocksPerPart) {
-      parts.push({ ...event, data: { ...data, block_hashes: data.block_hashes.slice(i, i + blocksPerPart) } });
-    }
+  const part: KvCacheEvent =
+    data.type === 'stored'
+      ? { ...event, data: { ...data, blocks: data.blocks.slice(from, to) } }
+      : data.type === 'removed'
+        ? { ...event, data: { ...data, block_hashes: data.block_hashes.slice(from, to) } }
+        : { ...event };
+  if (continuation) {
+    part.event_id = -1;
+    CONTINUATIONS.add(part);
   }
-  for (let i = 0; i < parts.length - 1; i++) {
-    parts[i].event_id = -1;
-    CONTINUATIONS.add(parts[i]);
-  }
-  return parts;
+  return part;
 }

@@ -11,25 +11,29 @@ const BLOCKS_PER_TURN = 20_000;
  * (the parts but the last carry event_id -1; README "Replicas": "Large drains on the bus").
  */
 export async function* eventMessages(events: readonly KvCacheEvent[], limit: number): AsyncGenerator<string> {
+  // Bytes per block of the messages so far: later slices are cut to size before their one serialisation.
+  const seen = { bytes: 0, blocks: 0 };
   let first = true;
   for (const slice of kvEventSlices(events, BLOCKS_PER_TURN)) {
     if (!first) await nextTurn();
     first = false;
-    yield* fitted(slice.map(withoutTokens), limit);
+    const stripped = slice.map(withoutTokens);
+    const groups = seen.blocks ? kvEventSlices(stripped, (limit * 0.9 * seen.blocks) / seen.bytes) : [stripped];
+    for (const group of groups) yield* fitted(group, limit, seen);
   }
 }
 
 /** The events as one JSON text, or cut into several when the text exceeds `limit` bytes. */
-function fitted(events: KvCacheEvent[], limit: number): string[] {
+function fitted(events: KvCacheEvent[], limit: number, seen: { bytes: number; blocks: number }): string[] {
   const text = serializeKvEvents(events);
   const bytes = Buffer.byteLength(text);
   const weight = events.reduce((n, e) => n + blocksOf(e), 0);
+  seen.bytes += bytes;
+  seen.blocks += weight;
   // A lone event of one block cannot be cut: it goes as it is (no real block is that large).
   if (bytes <= limit || weight < 2) return [text];
-  // Groups of at most half the blocks that fit, since a group may end one part past its size: each is smaller than this text, so the cut ends.
-  const fit = Math.floor((weight * limit * 0.9) / bytes);
-  const perGroup = Math.max(1, Math.floor(fit / 2));
-  return [...kvEventSlices(events, perGroup)].flatMap((group) => fitted(group, limit));
+  // Groups of the blocks that fit with a margin: each is smaller than this text, so the cut ends.
+  return [...kvEventSlices(events, (weight * limit * 0.9) / bytes)].flatMap((group) => fitted(group, limit, seen));
 }
 
 /**
