@@ -10,9 +10,11 @@ export interface PieceIds {
 interface Entry extends PieceIds {
   /** The tokenizer (its directory) these ids are of. */
   readonly owner: string;
+  /** The piece's text: a flat copy of its own (a slice of a prompt would keep the whole prompt alive). */
+  readonly text: string;
   readonly bytes: number;
-  /** Another tokenizer's ids of the same text. */
-  other?: Entry;
+  /** Another piece under the same print (another text, or another tokenizer's ids of this one). */
+  next?: Entry;
 }
 
 /** A piece's ids with their JSON members, for a piece the cache does not hold. */
@@ -31,15 +33,23 @@ export interface PieceCacheStats {
   uncut: Map<string, number>;
 }
 
+/** Pieces under one print at most: texts made to share a print cannot make look-ups long. */
+const MAX_CHAIN = 8;
+
 /**
  * Token ids of prompt pieces, keyed by the piece's text and its tokenizer, least recently used
  * dropped first once the bytes held (text at 2 bytes a character, ids at 4 bytes a token, their
- * JSON text at a byte a character, plus a fixed overhead per entry) pass the bound. Texts are stored as copies of their own, so a key
- * never keeps the whole prompt it was cut from alive.
+ * JSON text at a byte a character, plus a fixed overhead per entry) pass the bound.
+ *
+ * The map is keyed by a print of the text (its length and a few dozen of its characters), not
+ * by the text: a string key would hash every character of every piece of every prompt (the
+ * largest part of a cached look-up), while the print reads a few dozen and the one string
+ * comparison that confirms a hit is a memory compare. Texts are stored as copies of their own.
  */
 export class PieceCache {
-  private readonly map = new Map<string, Entry>();
+  private readonly map = new Map<number, Entry>();
   private held = 0;
+  private count = 0;
   readonly stats: PieceCacheStats = { hits: 0, misses: 0, hitTokens: 0, missTokens: 0, evictions: 0, uncut: new Map() };
 
   constructor(private maxBytes: number) {}
@@ -53,7 +63,7 @@ export class PieceCache {
   }
 
   get entries(): number {
-    return this.map.size;
+    return this.count;
   }
 
   setLimit(maxBytes: number): void {
@@ -63,9 +73,10 @@ export class PieceCache {
 
   /** The piece's ids for that tokenizer, counted as a hit or a miss. */
   get(owner: string, text: string): PieceIds | undefined {
-    const head = this.map.get(text);
+    const key = printOf(text);
+    const head = this.map.get(key);
     let e = head;
-    while (e && e.owner !== owner) e = e.other;
+    while (e && (e.owner !== owner || e.text !== text)) e = e.next;
     if (!e || !head) {
       this.stats.misses++;
       return undefined;
@@ -73,8 +84,8 @@ export class PieceCache {
     this.stats.hits++;
     this.stats.hitTokens += e.ids.length;
     // Most recently used last: the map's order is the eviction order.
-    this.map.delete(text);
-    this.map.set(text, head);
+    this.map.delete(key);
+    this.map.set(key, head);
     return e;
   }
 
@@ -84,11 +95,15 @@ export class PieceCache {
     const piece = pieceIds(ids);
     const bytes = text.length * 2 + ids.byteLength + piece.json.length + ENTRY_OVERHEAD_BYTES;
     if (bytes > this.maxBytes) return piece;
-    const head = this.map.get(text);
-    for (let e = head; e; e = e.other) if (e.owner === owner) return e;
-    const key = head ? (this.map.delete(text), text) : ownCopy(text);
-    this.map.set(key, { owner, ...piece, bytes, other: head });
+    const key = printOf(text);
+    const head = this.map.get(key);
+    let chain = 0;
+    for (let e = head; e; e = e.next, chain++) if (e.owner === owner && e.text === text) return e;
+    if (chain >= MAX_CHAIN) return piece;
+    if (head) this.map.delete(key);
+    this.map.set(key, { owner, text: ownCopy(text), ...piece, bytes, next: head });
     this.held += bytes;
+    this.count++;
     this.evict();
     return piece;
   }
@@ -100,23 +115,40 @@ export class PieceCache {
   clear(): void {
     this.map.clear();
     this.held = 0;
+    this.count = 0;
   }
 
   private evict(): void {
     for (const [key, head] of this.map) {
       if (this.held <= this.maxBytes) return;
       this.map.delete(key);
-      for (let e: Entry | undefined = head; e; e = e.other) {
+      for (let e: Entry | undefined = head; e; e = e.next) {
         this.held -= e.bytes;
+        this.count--;
         this.stats.evictions++;
       }
     }
   }
 }
 
+/** Characters a print reads besides the length: evenly spread, and the last few. */
+const PRINT_SAMPLES = 32;
+const PRINT_TAIL = 8;
+
+/** A 30-bit print of a text: its length, about PRINT_SAMPLES characters spread over it, and its last PRINT_TAIL. */
+export function printOf(text: string): number {
+  const n = text.length;
+  let h = n | 0;
+  const step = n > PRINT_SAMPLES ? Math.floor(n / PRINT_SAMPLES) : 1;
+  for (let i = 0; i < n; i += step) h = (Math.imul(h, 0x01000193) ^ text.charCodeAt(i)) | 0;
+  for (let i = Math.max(0, n - PRINT_TAIL); i < n; i++) h = (Math.imul(h, 0x01000193) ^ text.charCodeAt(i)) | 0;
+  // 30 bits: a small integer to V8, so a map key needs no heap number.
+  return h & 0x3fffffff;
+}
+
 /**
  * A flat copy of a string: a slice of a prompt would otherwise keep the whole prompt alive as
- * long as the cache holds the key. JSON round-trips keep lone surrogates as they are.
+ * long as the cache holds it. JSON round-trips keep lone surrogates as they are.
  */
 function ownCopy(text: string): string {
   return JSON.parse(JSON.stringify(text)) as string;
