@@ -27,8 +27,9 @@ async function timeSmall(url: string, done: Promise<unknown>, signal: AbortSigna
     statuses.push(await post(`${url}/v1/chat/completions`, small, signal));
     latencies.push(performance.now() - t);
   }
+  const inOrder = latencies.length <= 12 ? ` (in order: ${latencies.map(Math.round).join(', ')})` : '';
   latencies.sort((a, b) => a - b);
-  return [...summary(statuses).map((s) => `small ${s}`), `small p50 ${quantile(latencies, 0.5)} ms, max ${Math.round(latencies[latencies.length - 1] ?? NaN)} ms`];
+  return [...summary(statuses).map((s) => `small ${s}`), `small p50 ${quantile(latencies, 0.5)} ms, max ${Math.round(latencies[latencies.length - 1] ?? NaN)} ms${inOrder}`];
 }
 
 const ATTACKS: Attack<PlainWorkers>[] = [
