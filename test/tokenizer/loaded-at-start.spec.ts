@@ -2,9 +2,13 @@ import { afterEach, describe, expect, it } from '@jest/globals';
 import { copyFileSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
-import { PromptTokenizer } from '../../src/tokenizer';
+import { acquireTokenizerThreads, PromptTokenizer, releaseTokenizerThreads } from '../../src/tokenizer';
 import { request } from '../routing/support/policy-harness';
+import { waitFor } from '../support/router-app';
 import { fixtureDir } from './support/fixtures';
+
+/** The shared short-text pool of model tokenizers (prompt-tokenizer.ts), as its users get it. */
+const MODEL_POOL = 'model-tokenizers';
 
 /** A copy of a fixture tokenizer's directory, so a test can take its files away. */
 function copiedTokenizer(model: string): string {
@@ -20,8 +24,8 @@ const messages = [{ role: 'user', content: 'What does a KV-aware router do with 
 
 /**
  * A configured tokenizer is loaded whole at start (README "Routing policies"): parsing
- * tokenizer.json (megabytes) on the first request's way, on the event loop for the piece cutter,
- * made that request and every small one behind it wait. Shown by
+ * tokenizer.json (megabytes) on the first request's way, on the event loop for the piece cutter
+ * or on a tokenizer thread, made that request and every small one behind it wait. Shown by
  * breaking tokenizer.json once the tokenizer is up: the first request must not read it.
  */
 describe('a configured tokenizer is loaded at start, not by the first request', () => {
@@ -43,4 +47,19 @@ describe('a configured tokenizer is loaded at start, not by the first request', 
     expect(ids.lists[0]?.length).toBeGreaterThan(10);
     expect(ids.lists).toEqual((await reference.tokenize(chat)).lists);
   });
+
+  it('has the short-text tokenizer thread load the tokenizer before any request, and the first request reads no file', async () => {
+    const dir = copiedTokenizer('llama3');
+    cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
+    const tokenizer = new PromptTokenizer({ tokenizer_dir: dir, tokenizer_threads: 1, tokenizer_cache_mb: 8 });
+    cleanups.push(() => tokenizer.close());
+    const pool = acquireTokenizerThreads(MODEL_POOL, 1);
+    cleanups.push(() => releaseTokenizerThreads(MODEL_POOL, pool));
+    await waitFor(() => pool.holding(dir) === 1, 30_000, 'the tokenizer thread holds the tokenizer');
+    breakTokenizerJson(dir);
+    const reference = new PromptTokenizer({ tokenizer_dir: fixtureDir('llama3'), tokenizer_threads: 0 });
+    cleanups.push(() => reference.close());
+    const chat = request({ messages }, 'chat');
+    expect((await tokenizer.tokenize(chat)).lists).toEqual((await reference.tokenize(chat)).lists);
+  }, 60_000);
 });
