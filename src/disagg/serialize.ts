@@ -12,9 +12,9 @@ export function serializeRequest(value: unknown): string {
 }
 
 /**
- * The body's JSON text as serializeRequest writes it, or, when a top-level member is a string
- * of SLICED_BODY_CHARS or more that JSON writes as it is, that text in parts with the string
- * itself as one of them (README "Worker body encoding"): JSON.stringify would copy a 16 MB
+ * The body's JSON text as serializeRequest writes it, or, when it holds a string of
+ * SLICED_BODY_CHARS or more that JSON writes as it is (a prompt, a chat message's content),
+ * that text in parts with the string itself as one of them (README "Worker body encoding"): JSON.stringify would copy a 16 MB
  * prompt into a new text (escaping it) and the socket would copy that text again to send it,
  * ~120 ms of the event loop per body, twice a request. `last` is a member to put last, written
  * as the text given (an id list spliced in).
@@ -63,36 +63,83 @@ function writesAsIs(text: string): boolean {
   return !ESCAPED.test(text) && (wellFormed ? wellFormed.call(text) : !LONE_SURROGATE.test(text));
 }
 
+/** An object's members, or an array's items (holes as undefined, which JSON writes as null), keyed as strings. */
+const entriesOf = (value: object, array: boolean): [string, unknown][] =>
+  array ? Array.from(value as unknown[], (item, i): [string, unknown] => [String(i), item]) : Object.entries(value);
+
+/** Values looked at for long strings at most: past it, what is left is written by JSON.stringify. */
+const MAX_VALUES_LOOKED_AT = 10_000;
+/** Nesting looked into for long strings (a chat message's content is at depth 3). */
+const MAX_DEPTH = 6;
+
+/** Where a body's long strings are: each object or array holding one (at any depth), with the keys of those it holds itself. */
+type LongStrings = Map<object, Set<string>>;
+
 /**
- * The body member by member, as JSON.stringify orders and writes a plain object, its long
- * strings as parts of their own; remembered id lists (README "Worker body encoding") written
- * as they came. Undefined when no member is such a string.
+ * The long strings JSON writes as they are, and the objects and arrays on the way to them
+ * (bounded: MAX_VALUES_LOOKED_AT, MAX_DEPTH; a long string not found is only written the plain
+ * way). Objects with a toJSON are left to JSON.stringify.
+ */
+function findLongStrings(body: Record<string, unknown>, skip: string | undefined): LongStrings {
+  const found: LongStrings = new Map();
+  let budget = MAX_VALUES_LOOKED_AT;
+  const holds = (value: unknown, depth: number): boolean => {
+    if (typeof value !== 'object' || value === null || depth > MAX_DEPTH) return false;
+    if (typeof (value as { toJSON?: unknown }).toJSON === 'function') return false;
+    let keys: Set<string> | undefined;
+    for (const [key, item] of Object.entries(value)) {
+      if (--budget < 0) break;
+      if (depth === 0 && key === skip) continue;
+      const long = typeof item === 'string' ? item.length >= SLICED_BODY_CHARS && writesAsIs(item) : holds(item, depth + 1);
+      if (long) (keys ??= new Set()).add(key);
+    }
+    if (keys) found.set(value, keys);
+    return keys !== undefined;
+  };
+  holds(body, 0);
+  return found;
+}
+
+/**
+ * The body as JSON.stringify writes a plain object, its long strings (findLongStrings) as
+ * parts of their own, the objects and arrays around them written member by member;
+ * remembered top-level id lists (README "Worker body encoding") written as they came.
+ * Undefined when it has no such string.
  */
 function withLongStrings(body: Record<string, unknown>, last?: { key: string; text: string }): TextParts | undefined {
-  const keys = Object.keys(body);
-  const long = new Set(keys.filter((k) => k !== last?.key && typeof body[k] === 'string' && (body[k] as string).length >= SLICED_BODY_CHARS && writesAsIs(body[k] as string)));
+  const long = findLongStrings(body, last?.key);
   if (long.size === 0) return undefined;
   const parts: string[] = [];
-  let text = '{';
-  let first = true;
-  const member = (key: string, json: string): void => {
-    text += `${first ? '' : ','}${JSON.stringify(key)}:${json}`;
-    first = false;
-  };
-  for (const key of keys) {
-    if (key === last?.key) continue;
-    const value = body[key];
-    if (long.has(key)) {
-      member(key, '"');
-      parts.push(text, value as string);
-      text = '"';
-      continue;
+  let text = '';
+  const write = (value: object, top: boolean): void => {
+    const array = Array.isArray(value);
+    const inside = long.get(value)!;
+    text += array ? '[' : '{';
+    let first = true;
+    const put = (key: string, json: string): void => {
+      text += `${first ? '' : ','}${array ? '' : `${JSON.stringify(key)}:`}${json}`;
+      first = false;
+    };
+    for (const [key, item] of entriesOf(value, array)) {
+      if (top && key === last?.key) continue;
+      if (inside.has(key) && typeof item === 'string') {
+        put(key, '"');
+        parts.push(text, item);
+        text = '"';
+      } else if (inside.has(key)) {
+        put(key, '');
+        write(item as object, false);
+      } else {
+        const ids = top && PROMPT_ID_MEMBERS.includes(key) ? idListTextOf(item) : undefined;
+        // What JSON.stringify does with a value it cannot write: null in an array, left out of an object.
+        const json = ids ?? (JSON.stringify(item) as string | undefined) ?? (array ? 'null' : undefined);
+        if (json !== undefined) put(key, json);
+      }
     }
-    const ids = PROMPT_ID_MEMBERS.includes(key) ? idListTextOf(value) : undefined;
-    const json = ids ?? (JSON.stringify(value) as string | undefined);
-    if (json !== undefined) member(key, json);
-  }
-  if (last) member(last.key, last.text);
-  parts.push(`${text}}`);
+    if (top && last) put(last.key, last.text);
+    text += array ? ']' : '}';
+  };
+  write(body, true);
+  parts.push(text);
   return new TextParts(parts);
 }

@@ -7,7 +7,8 @@ import { onWorkers, startPlainWorkers, type PlainWorkers } from './scripted-work
  * Router RSS, CPU and /health latency under tokenizer work a client can ask for, with a
  * KV-aware context pool that tokenizes prompts (the Llama 3 fixture tokenizer, one tokenizer
  * thread): three concurrent 16 MB prompts while a small request is timed one after another
- * (from a process of its own), and one chat with 100,000 `tools`.
+ * (from a process of its own), the same as chats of one 16 MB message, and one chat with
+ * 100,000 `tools`.
  *
  *   node test/bench/build.mjs [&& node test/bench/build.mjs --ab=<ref>] && node dist-bench/test/bench/hostile/tokenizer-attacks.js [--attacks=...]
  */
@@ -45,6 +46,16 @@ const ATTACKS: Attack<PlainWorkers>[] = [
       // Words the tokenizer cannot merge away: about 3.2M pre-tokens each.
       const prompt = 'lorem ipsum dolor sit amet, '.repeat(Math.floor(16e6 / 28));
       const big = Promise.all([0, 1, 2].map((i) => post(`${url}/v1/completions`, { model: 'served', max_tokens: 1, prompt: `${i} ${prompt}` }, signal)));
+      const smallFigures = await timeSmall(url, big, signal);
+      return [...summary((await big).map((s) => `16 MB ${s}`)), ...smallFigures];
+    },
+  },
+  {
+    name: 'chats of one 16 MB message each, three at once, a small request timed',
+    config: (w) => onWorkers(w, kvRouter),
+    run: async ({ url, signal }) => {
+      const content = 'lorem ipsum dolor sit amet, '.repeat(Math.floor(16e6 / 28));
+      const big = Promise.all([0, 1, 2].map((i) => post(`${url}/v1/chat/completions`, { ...small, messages: [{ role: 'user', content: `${i} ${content}` }] }, signal)));
       const smallFigures = await timeSmall(url, big, signal);
       return [...summary((await big).map((s) => `16 MB ${s}`)), ...smallFigures];
     },
