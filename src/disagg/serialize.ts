@@ -1,5 +1,6 @@
 import { HttpApiError } from '../common';
 import { idListTextOf, PROMPT_ID_MEMBERS } from '../common/id-list-text';
+import { SLICED_BODY_CHARS, TextParts } from '../http-session';
 
 /**
  * JSON.stringify of a client's request body. A body the router cannot serialise (nested too
@@ -7,8 +8,31 @@ import { idListTextOf, PROMPT_ID_MEMBERS } from '../common/id-list-text';
  * meant for.
  */
 export function serializeRequest(value: unknown): string {
+  return written(() => withSplicedIds(value) ?? JSON.stringify(value));
+}
+
+/**
+ * The body's JSON text as serializeRequest writes it, or, when it holds a string of
+ * SLICED_BODY_CHARS or more that JSON writes as it is (a prompt, a chat message's content),
+ * that text in parts with the string itself as one of them (README "Worker body encoding"): JSON.stringify would copy a 16 MB
+ * prompt into a new text (escaping it) and the socket would copy that text again to send it,
+ * ~120 ms of the event loop per body, twice a request. `last` is a member to put last, written
+ * as the text given (an id list spliced in).
+ */
+export function serializeRequestText(value: Record<string, unknown>, last?: { key: string; text: string }): string | TextParts {
+  return written(() => {
+    const parts = withLongStrings(value, last);
+    if (parts) return parts;
+    const text = withSplicedIds(value) ?? JSON.stringify(value);
+    // A non-empty object's text ends with '}': the member goes in last.
+    if (!last) return text;
+    return text === '{}' ? `{"${last.key}":${last.text}}` : `${text.slice(0, -1)},"${last.key}":${last.text}}`;
+  });
+}
+
+function written<T>(write: () => T): T {
   try {
-    return withSplicedIds(value) ?? JSON.stringify(value);
+    return write();
   } catch {
     throw new HttpApiError(400, 'the request body cannot be forwarded: it is nested too deeply', { code: 'invalid_body' });
   }
@@ -26,4 +50,96 @@ function withSplicedIds(value: unknown): string | undefined {
     return text === '{}' ? `{"${key}":${ids}}` : `${text.slice(0, -1)},"${key}":${ids}}`;
   }
   return undefined;
+}
+
+/** What JSON would escape in a string: a quote, a backslash, a control character. */
+const ESCAPED = /["\\\u0000-\u001f]/;
+/** A surrogate without its other half (JSON.stringify writes it as an escape). */
+const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+
+/** Whether JSON.stringify writes the string as it is, between quotes (about 10 ms for 16 MB of text). */
+function writesAsIs(text: string): boolean {
+  const wellFormed = (text as { isWellFormed?: () => boolean }).isWellFormed;
+  return !ESCAPED.test(text) && (wellFormed ? wellFormed.call(text) : !LONE_SURROGATE.test(text));
+}
+
+/** An object's members, or an array's items (holes as undefined, which JSON writes as null), keyed as strings. */
+const entriesOf = (value: object, array: boolean): [string, unknown][] =>
+  array ? Array.from(value as unknown[], (item, i): [string, unknown] => [String(i), item]) : Object.entries(value);
+
+/** Values looked at for long strings at most: past it, what is left is written by JSON.stringify. */
+const MAX_VALUES_LOOKED_AT = 10_000;
+/** Nesting looked into for long strings (a chat message's content is at depth 3). */
+const MAX_DEPTH = 6;
+
+/** Where a body's long strings are: each object or array holding one (at any depth), with the keys of those it holds itself. */
+type LongStrings = Map<object, Set<string>>;
+
+/**
+ * The long strings JSON writes as they are, and the objects and arrays on the way to them
+ * (bounded: MAX_VALUES_LOOKED_AT, MAX_DEPTH; a long string not found is only written the plain
+ * way). Objects with a toJSON are left to JSON.stringify.
+ */
+function findLongStrings(body: Record<string, unknown>, skip: string | undefined): LongStrings {
+  const found: LongStrings = new Map();
+  let budget = MAX_VALUES_LOOKED_AT;
+  const holds = (value: unknown, depth: number): boolean => {
+    if (typeof value !== 'object' || value === null || depth > MAX_DEPTH) return false;
+    if (typeof (value as { toJSON?: unknown }).toJSON === 'function') return false;
+    let keys: Set<string> | undefined;
+    for (const [key, item] of Object.entries(value)) {
+      if (--budget < 0) break;
+      if (depth === 0 && key === skip) continue;
+      const long = typeof item === 'string' ? item.length >= SLICED_BODY_CHARS && writesAsIs(item) : holds(item, depth + 1);
+      if (long) (keys ??= new Set()).add(key);
+    }
+    if (keys) found.set(value, keys);
+    return keys !== undefined;
+  };
+  holds(body, 0);
+  return found;
+}
+
+/**
+ * The body as JSON.stringify writes a plain object, its long strings (findLongStrings) as
+ * parts of their own, the objects and arrays around them written member by member;
+ * remembered top-level id lists (README "Worker body encoding") written as they came.
+ * Undefined when it has no such string.
+ */
+function withLongStrings(body: Record<string, unknown>, last?: { key: string; text: string }): TextParts | undefined {
+  const long = findLongStrings(body, last?.key);
+  if (long.size === 0) return undefined;
+  const parts: string[] = [];
+  let text = '';
+  const write = (value: object, top: boolean): void => {
+    const array = Array.isArray(value);
+    const inside = long.get(value)!;
+    text += array ? '[' : '{';
+    let first = true;
+    const put = (key: string, json: string): void => {
+      text += `${first ? '' : ','}${array ? '' : `${JSON.stringify(key)}:`}${json}`;
+      first = false;
+    };
+    for (const [key, item] of entriesOf(value, array)) {
+      if (top && key === last?.key) continue;
+      if (inside.has(key) && typeof item === 'string') {
+        put(key, '"');
+        parts.push(text, item);
+        text = '"';
+      } else if (inside.has(key)) {
+        put(key, '');
+        write(item as object, false);
+      } else {
+        const ids = top && PROMPT_ID_MEMBERS.includes(key) ? idListTextOf(item) : undefined;
+        // What JSON.stringify does with a value it cannot write: null in an array, left out of an object.
+        const json = ids ?? (JSON.stringify(item) as string | undefined) ?? (array ? 'null' : undefined);
+        if (json !== undefined) put(key, json);
+      }
+    }
+    if (top && last) put(last.key, last.text);
+    text += array ? ']' : '}';
+  };
+  write(body, true);
+  parts.push(text);
+  return new TextParts(parts);
 }

@@ -1,6 +1,7 @@
 import { conversationIdOf, type RequestKind, type RoutingRequest } from '../routing';
 import { protocolOf } from './kind-protocols';
-import { serializeRequest } from './serialize';
+import type { TextParts } from '../http-session';
+import { serializeRequestText } from './serialize';
 import { cutIdList, ID_CUT_VALUE } from '../common/id-list-text';
 import { WorkerBody } from './worker-body';
 
@@ -105,14 +106,13 @@ export function benchmarkGenerationBody(body: Body): Body {
  * disaggregated_params (turned generation_only) and, when it echoed them, the prompt's ids,
  * spliced in as the text they came as (no parse and re-stringify of the bulk of the body).
  */
-export function generationRequestText(kind: RequestKind, body: Body, ctx: ContextAnswerOk, params: Body): string {
+export function generationRequestText(kind: RequestKind, body: Body, ctx: ContextAnswerOk, params: Body): string | TextParts {
   const idsKey = protocolOf(kind).relayIdsKey;
   const fixed = generationMembers(kind, ctx, params);
-  if (ctx.promptIdsText === undefined) return serializeRequest({ ...body, ...fixed });
+  if (ctx.promptIdsText === undefined) return serializeRequestText({ ...body, ...fixed });
   const { [idsKey]: _replaced, ...rest } = body;
-  const text = serializeRequest({ ...rest, ...fixed });
-  // A non-empty object's text ends with '}': the ids go in as its last member.
-  return `${text.slice(0, -1)},"${idsKey}":${ctx.promptIdsText}}`;
+  // The ids go in as the last member.
+  return serializeRequestText({ ...rest, ...fixed }, { key: idsKey, text: ctx.promptIdsText });
 }
 
 /** The generation request as an object, for a msgpack worker: the echoed ids as numbers. */

@@ -2,7 +2,7 @@ import { Inject, Injectable, Logger, Optional } from '@nestjs/common';
 import type { Dispatcher } from 'undici';
 import { AdmissionService } from '../admission/admission.service';
 import { APP_CONFIG, trtllmEnv, type AppConfig, type ServerRole } from '../config';
-import { classifyTransportError, clientSafeCode, HttpSessionClosedError } from '../http-session';
+import { classifyTransportError, clientSafeCode, HttpSessionClosedError, type TextParts } from '../http-session';
 import { NoServerAvailableError, RouterRegistry, type RouteResult, type Router } from '../routing';
 import { AnswerTooLargeError, answerLimitFor, readAnswerText } from './answer-body';
 import { WorkerBody } from './worker-body';
@@ -124,7 +124,7 @@ export class UpstreamDispatch {
       flow.upstreamUrl = server.url;
       flow.trace?.callStarted(role, server.url, attempt, headers);
       try {
-        const json = (): string | Uint8Array => this.encode(flow, held, JSON_BODY, routed);
+        const json = (): string | Uint8Array | TextParts => this.encode(flow, held, JSON_BODY, routed);
         const { res, answerText } = await this.call.post(flow, server, headers, { encoder, payload, json, limit }, timeoutMs, stream);
         const status = res.statusCode;
         if (status === 200 || (status >= 400 && status < 500)) {
@@ -179,7 +179,7 @@ export class UpstreamDispatch {
    * The body in the encoding of the reservation's server. One the router cannot write is the
    * client's fault (400), never a failure of the server: its reservation ends as a success.
    */
-  encode(flow: Flow, held: Reservation, encoder: WorkerBodyEncoder, body: WorkerBody): string | Uint8Array {
+  encode(flow: Flow, held: Reservation, encoder: WorkerBodyEncoder, body: WorkerBody): string | Uint8Array | TextParts {
     try {
       return encoder.encode(body);
     } catch (err) {

@@ -1,3 +1,4 @@
+import type { TextParts } from '../http-session';
 import type { WorkerBody } from './worker-body';
 
 export type BodyEncoding = 'json' | 'msgpack';
@@ -8,7 +9,7 @@ export const MSGPACK_HEADER = 'x-trtllm-msgpack';
 /** How one call's body is written: chosen per server (see WorkerBodyEncodings). */
 export interface WorkerBodyEncoder {
   readonly encoding: BodyEncoding;
-  encode(body: WorkerBody): string | Uint8Array;
+  encode(body: WorkerBody): string | Uint8Array | TextParts;
   /** The call's headers: the request's own plus what this encoding announces. */
   headers(base: Record<string, string>): Record<string, string>;
 }

@@ -1,5 +1,6 @@
 import { packBody } from './msgpack-body';
-import { serializeRequest } from './serialize';
+import type { TextParts } from '../http-session';
+import { serializeRequestText } from './serialize';
 
 type Body = Record<string, unknown>;
 
@@ -10,12 +11,12 @@ type Body = Record<string, unknown>;
  * came as) stays so for JSON workers; msgpack is always made from the object.
  */
 export class WorkerBody {
-  private text: string | undefined;
+  private text: string | TextParts | undefined;
   private packed: Uint8Array | undefined;
 
   constructor(
     private readonly object: () => Body,
-    private readonly makeText: () => string = () => serializeRequest(object()),
+    private readonly makeText: () => string | TextParts = () => serializeRequestText(object()),
   ) {}
 
   static of(body: Body): WorkerBody {
@@ -27,8 +28,8 @@ export class WorkerBody {
     return WorkerBody.of(edit(this.object()));
   }
 
-  /** The JSON text (HttpApiError 400 when the client's body cannot be written). */
-  get json(): string {
+  /** The JSON text, in parts when it holds a long string (HttpApiError 400 when the client's body cannot be written). */
+  get json(): string | TextParts {
     return (this.text ??= this.makeText());
   }
 

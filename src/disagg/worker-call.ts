@@ -1,7 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { Dispatcher } from 'undici';
 import { APP_CONFIG, type AppConfig } from '../config';
-import { HttpSessionProvider } from '../http-session';
+import { HttpSessionProvider, type TextParts } from '../http-session';
 import type { ServerState } from '../servers';
 import { INFERENCE_PATH } from '../common';
 import { readAnswerText } from './answer-body';
@@ -18,9 +18,9 @@ export interface CallAnswer {
 /** What one inference call sends: the body in the server's encoding, and the JSON to fall back to. */
 export interface CallBody {
   encoder: WorkerBodyEncoder;
-  payload: string | Uint8Array;
+  payload: string | Uint8Array | TextParts;
   /** The body as JSON text; its failure is the caller's to handle (see UpstreamDispatch.encode). */
-  json: () => string | Uint8Array;
+  json: () => string | Uint8Array | TextParts;
   limit: number;
 }
 
@@ -55,7 +55,7 @@ export class WorkerCall {
     return { res: await this.request(flow, server, headers, body.json(), timeoutMs, stream) };
   }
 
-  private request(flow: Flow, server: ServerState, headers: Record<string, string>, body: string | Uint8Array, timeoutMs: number, stream: boolean): Promise<Dispatcher.ResponseData> {
+  private request(flow: Flow, server: ServerState, headers: Record<string, string>, body: string | Uint8Array | TextParts, timeoutMs: number, stream: boolean): Promise<Dispatcher.ResponseData> {
     return this.session.request({
       origin: server.origin,
       path: INFERENCE_PATH[flow.kind],

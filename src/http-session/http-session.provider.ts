@@ -2,10 +2,12 @@ import { HttpService } from '@nestjs/axios';
 import { Inject, Injectable, Logger, OnModuleDestroy, OnModuleInit } from '@nestjs/common';
 import axios, { type AxiosInstance } from 'axios';
 import { EventEmitter } from 'node:events';
+import type { Readable } from 'node:stream';
 import { Agent, type Dispatcher } from 'undici';
 import { AbortHandle } from './abort-handle';
 import { HttpSessionClosedError } from './http-session.errors';
 import { HTTP_SESSION_OPTIONS, type HttpSessionOptions } from './http-session.options';
+import { slicedBody, SLICED_BODY_CHARS, TextParts } from './sliced-body';
 import { createUndiciAdapter } from './undici-axios-adapter';
 
 type SessionState = 'new' | 'open' | 'closed';
@@ -46,7 +48,8 @@ export interface UpstreamRequest {
   path: string;
   method?: Dispatcher.HttpMethod;
   headers?: Record<string, string>;
-  body?: string | Uint8Array;
+  /** A long text or TextParts go out in slices (see sliced-body.ts). */
+  body?: string | Uint8Array | TextParts;
   /** An AbortHandle goes to undici as it is; an AbortSignal through a shared bridge. */
   signal?: AbortSignal | AbortHandle;
   /** Deadline for the response head (ms); defaults to the session's request timeout. */
@@ -130,16 +133,23 @@ export class HttpSessionProvider implements OnModuleInit, OnModuleDestroy {
   /**
    * The inference hot path: one upstream request straight on the pool, body left as a
    * stream. Cheaper than going through axios' config merging and transforms for every token
-   * stream; control calls take the axios face.
+   * stream; control calls take the axios face. A long text body, or one in parts, goes out in
+   * slices (see sliced-body.ts), its Content-Length computed up front.
    */
   request(req: UpstreamRequest): Promise<Dispatcher.ResponseData> {
     const dispatcher = this.dispatcher;
+    let { headers, body }: { headers?: Record<string, string>; body?: string | Uint8Array | TextParts | Readable } = req;
+    if (body instanceof TextParts || (typeof body === 'string' && body.length >= SLICED_BODY_CHARS)) {
+      const sliced = slicedBody(body);
+      headers = { ...headers, 'content-length': String(sliced.byteLength) };
+      body = sliced.slices;
+    }
     return dispatcher.request({
       origin: req.origin,
       path: req.path,
       method: req.method ?? 'GET',
-      headers: req.headers,
-      body: req.body,
+      headers,
+      body,
       signal: req.signal instanceof AbortHandle ? req.signal : req.signal && abortBridgeOf(req.signal),
       headersTimeout: req.headersTimeoutMs ?? this.options.requestTimeoutMs,
       bodyTimeout: req.bodyTimeoutMs ?? 0,

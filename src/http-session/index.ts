@@ -5,3 +5,4 @@ export * from './http-session.options';
 export * from './http-session.provider';
 export * from './transport-errors';
 export * from './bounded-body';
+export { SLICED_BODY_CHARS, TextParts } from './sliced-body';

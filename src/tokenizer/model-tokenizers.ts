@@ -3,7 +3,8 @@ import * as path from 'node:path';
 import { Logger } from '@nestjs/common';
 import { ChatTemplates } from './hf/chat-template';
 import { hasTokenizerFiles, hfCachedSnapshot, hfHubCacheDir } from './hf/hf-hub-cache';
-import { hfTokenizerLoader, hfWordEncoderLoader, type HfEncoder, type WordEncoder } from './hf/hf-tokenizer-source';
+import { hfTokenizerFilesReader, hfTokenizerLoader, hfWordEncoderLoader, type HfEncoder, type WordEncoder } from './hf/hf-tokenizer-source';
+import { pieceCutterFrom } from './incremental/piece-cutters';
 import { projectRequire } from './package-resolver';
 
 const logger = new Logger('ModelTokenizers');
@@ -27,14 +28,16 @@ export function loadModelTokenizer(dir: string, eager = false): ModelTokenizer {
   let t = byDir.get(key);
   if (!t) {
     if (!hasTokenizerFiles(key)) throw new Error(`${dir} holds no tokenizer.json`);
-    // Parsed here so a broken file fails now, not on the first request (threads parse their own
-    // copy): as the word encoder of a byte-level BPE, else only checked.
-    const words = eager ? null : hfWordEncoderLoader()(projectRequire(), fs, key);
-    if (!eager && !words) checkTokenizerJson(path.join(key, 'tokenizer.json'));
+    // Parsed once, here, so a broken file fails now, not on the first request (threads parse
+    // their own copy): the piece cutter, and the word encoder of a byte-level BPE (else the
+    // file is only checked), or with `eager` the whole tokenizer, all come from this parse.
+    const files = hfTokenizerFilesReader()(fs, key);
+    pieceCutterFrom(key, files.json, files.config);
+    const words = eager ? null : hfWordEncoderLoader()(projectRequire(), fs, key, files);
+    if (!eager && !words) checkTokenizerJson(path.join(key, 'tokenizer.json'), files.json);
     const templates = new ChatTemplates(key);
-    let encoder: HfEncoder | undefined;
+    let encoder: HfEncoder | undefined = eager ? hfTokenizerLoader()(projectRequire(), fs, key, files) : undefined;
     const load = (): HfEncoder => (encoder ??= hfTokenizerLoader()(projectRequire(), fs, key));
-    if (eager) load();
     t = {
       dir: key,
       templates,
@@ -46,8 +49,7 @@ export function loadModelTokenizer(dir: string, eager = false): ModelTokenizer {
   return t;
 }
 
-function checkTokenizerJson(file: string): void {
-  const json = JSON.parse(fs.readFileSync(file, 'utf8')) as { model?: unknown };
+function checkTokenizerJson(file: string, json: { model?: unknown }): void {
   if (typeof json !== 'object' || json === null || typeof json.model !== 'object') throw new Error(`${file} has no tokenizer model`);
 }
 

@@ -1,3 +1,4 @@
+import { Logger } from '@nestjs/common';
 import { getTokenizer } from './builtin-tokenizers';
 import { renderQwen3Chat } from './chatml-template';
 import type { ChatMessage } from './text-tokenizer';
@@ -23,6 +24,8 @@ export interface PromptTokenizerArgs {
   /** Longest prompt text tokenized (characters); unset: the model's maximum length × MAX_CHARS_PER_TOKEN. */
   tokenizer_max_prompt_chars?: number;
 }
+
+const logger = new Logger('PromptTokenizer');
 
 /** The simulator's model name is served with the simulator's default tokenizer. */
 const SIMULATOR_MODELS: Readonly<Record<string, string>> = { 'sim-model': 'qwen3' };
@@ -62,11 +65,14 @@ export class PromptTokenizer {
   private readonly pieceCache?: PieceCache;
   private readonly incremental = new Map<string, IncrementalEncoder>();
 
+  private closed = false;
+
   constructor(private readonly args: PromptTokenizerArgs) {
     const dir = args.tokenizer_dir ?? args.custom_tokenizer;
     if (dir !== undefined) {
       this.configured = loadModelTokenizer(dir, args.tokenizer_threads === 0);
       allowConfiguredTokenizerDir(dir);
+      if (args.tokenizer_threads > 0) this.preloadThreads(this.configured.dir);
     }
     this.pieceCache = acquirePieceCache(this, args.tokenizer_cache_mb ?? 0);
   }
@@ -105,6 +111,7 @@ export class PromptTokenizer {
   }
 
   async close(): Promise<void> {
+    this.closed = true;
     releasePieceCache(this);
     await this.requestTemplates.close();
     if (this.builtinPool) await releaseTokenizerThreads(this.args.tokenizer ?? 'qwen3', this.builtinPool);
@@ -120,6 +127,17 @@ export class PromptTokenizer {
   private encodeWhole(model: ModelTokenizer, text: string, addSpecialTokens: boolean): Promise<number[]> | number[] {
     if (this.args.tokenizer_threads === 0) return model.encodeHere(text, addSpecialTokens);
     return this.threads(text.length).encode(text, { dir: model.dir, addSpecialTokens });
+  }
+
+  /**
+   * The configured tokenizer is loaded on the short-text threads at start, not by the first
+   * request: that load takes seconds of a thread, and the first request (and every small one
+   * behind it) would wait for it. The long-text thread stays lazy (README "Routing policies").
+   */
+  private preloadThreads(dir: string): void {
+    this.threads(0).preload(dir).catch((err: Error) => {
+      if (!this.closed) logger.warn(`the tokenizer threads could not load ${dir} at start: ${err.message}`);
+    });
   }
 
   /** The shared threads, or for a long text (LONG_TEXT_CHARS) the long-text thread. */

@@ -40,6 +40,11 @@ const modelOf = (dir) => {
 };
 parentPort.on('message', (m) => {
   try {
+    if (m.load !== undefined) {
+      modelOf(m.load);
+      parentPort.postMessage({ id: m.id, loaded: true });
+      return;
+    }
     if (m.words !== undefined) {
       const t = modelOf(m.dir);
       if (!t.encodeWord) throw new Error('this tokenizer has no word encoder');
@@ -71,15 +76,23 @@ export interface ModelEncoding {
 /** Tokenizers the threads can run. */
 export const THREADED_TOKENIZERS: readonly string[] = ['qwen3'];
 
+interface Answer {
+  ids?: Int32Array;
+  pieces?: Int32Array[];
+  loaded?: true;
+}
+
 interface Pending {
-  resolve(answer: { ids?: Int32Array; pieces?: Int32Array[] }): void;
+  resolve(answer: Answer): void;
   reject(err: Error): void;
 }
 
-type WorkerMessage = { ready: true } | { id: number; ids?: Int32Array; pieces?: Int32Array[]; error?: string };
+type WorkerMessage = { ready: true } | ({ id: number; error?: string } & Answer);
 
 class TokenizerThread {
   readonly pending = new Map<number, Pending>();
+  /** Tokenizer directories this thread has loaded (see preload). */
+  readonly loaded = new Set<string>();
   private readonly worker: Worker;
   private dead?: Error;
 
@@ -91,7 +104,7 @@ class TokenizerThread {
       const p = this.pending.get(m.id);
       if (!p) return;
       this.pending.delete(m.id);
-      if (m.ids || m.pieces) p.resolve(m);
+      if (m.ids || m.pieces || m.loaded) p.resolve(m);
       else p.reject(new Error(`tokenizer thread: ${m.error ?? 'no result'}`));
     });
     const fail = (err: Error): void => {
@@ -120,7 +133,11 @@ class TokenizerThread {
     return this.ask({ id, words, dir }).then((a) => a.pieces!);
   }
 
-  private ask(message: { id: number; text?: string; texts?: string[]; words?: string[]; dir?: string; addSpecialTokens?: boolean }): Promise<{ ids?: Int32Array; pieces?: Int32Array[] }> {
+  load(id: number, dir: string): Promise<void> {
+    return this.ask({ id, load: dir }).then(() => void this.loaded.add(dir));
+  }
+
+  private ask(message: { id: number; text?: string; texts?: string[]; words?: string[]; dir?: string; addSpecialTokens?: boolean; load?: string }): Promise<Answer> {
     return new Promise((resolve, reject) => {
       if (this.dead) return reject(this.dead);
       this.pending.set(message.id, { resolve, reject });
@@ -163,6 +180,21 @@ export class TokenizerThreadPool {
   /** Starts the threads now, so the first request does not wait for the tokenizer to load. */
   warm(): void {
     if (!this.closed) while (this.threads.length < this.size) this.spawn();
+  }
+
+  /**
+   * Starts the threads and has each load the tokenizer in `dir` now, so no request waits for
+   * that (seconds for a large tokenizer.json). Resolves when all have it; a thread that fails
+   * to load it rejects (its requests would fail as well).
+   */
+  preload(dir: string): Promise<void> {
+    this.warm();
+    return Promise.all(this.threads.map((t) => t.load(this.nextId++, dir))).then(() => undefined);
+  }
+
+  /** Live threads that have loaded the tokenizer in `dir` through preload. */
+  holding(dir: string): number {
+    return this.threads.filter((t) => t.alive && t.loaded.has(dir)).length;
   }
 
   get busy(): number {

@@ -25,7 +25,7 @@ describe('the Responses context answer', () => {
     const parsed = parseContextAnswer(answer(), 'responses');
     if (!parsed.ok) throw new Error(parsed.problem);
     expect(parsed.finished).toBe(false);
-    const gen = JSON.parse(generationRequestText('responses', { model: 'm', input: 'hi', store: true, stream: true }, parsed, generationParams(parsed, 9, undefined))) as Body;
+    const gen = JSON.parse(String(generationRequestText('responses', { model: 'm', input: 'hi', store: true, stream: true }, parsed, generationParams(parsed, 9, undefined)))) as Body;
     expect(gen).toEqual({ model: 'm', input: 'hi', store: false, stream: true, prompt_token_ids: [5, 6, 7], disaggregated_params: { ...CTX_PARAMS, request_type: 'generation_only', disagg_request_id: 9 } });
   });
 

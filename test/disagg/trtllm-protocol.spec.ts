@@ -42,7 +42,7 @@ describe('the context answer and the generation request', () => {
       const ctx = JSON.parse(text) as Record<string, unknown>;
       for (const kind of ['completion', 'chat'] as const) {
         const body = kind === 'completion' ? { model: 'm', prompt: 'hello', stream: true } : { model: 'm', messages: [{ role: 'user', content: 'hi' }] };
-        const got = JSON.parse(generationRequestText(kind, body, ok(text), generationParams(ok(text), 11, undefined))) as unknown;
+        const got = JSON.parse(String(generationRequestText(kind, body, ok(text), generationParams(ok(text), 11, undefined)))) as unknown;
         expect({ text, got }).toEqual({ text, got: reference(kind, body, ctx, 11) });
         // A msgpack worker gets the same request.
         expect({ text, got: unpack(generationRequest(kind, body, ok(text), generationParams(ok(text), 11, undefined)).msgpack) as unknown }).toEqual({ text, got });

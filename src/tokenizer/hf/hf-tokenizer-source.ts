@@ -23,10 +23,15 @@ function readTokenizerFile(fs, dir, name, optional) {
   return JSON.parse(fs.readFileSync(file, 'utf8'));
 }
 
-function loadHfTokenizer(req, fs, dir) {
+// tokenizer.json and tokenizer_config.json parsed, for a caller that builds more than one thing from them.
+function readTokenizerFiles(fs, dir) {
+  return { json: readTokenizerFile(fs, dir, 'tokenizer.json', false), config: readTokenizerFile(fs, dir, 'tokenizer_config.json', true) };
+}
+
+// files: readTokenizerFiles' result when the caller has it (its json gets the rebuilt post-processor).
+function loadHfTokenizer(req, fs, dir, files) {
   const { Tokenizer } = req('@huggingface/tokenizers');
-  const json = readTokenizerFile(fs, dir, 'tokenizer.json', false);
-  const config = readTokenizerFile(fs, dir, 'tokenizer_config.json', true);
+  const { json, config } = files || readTokenizerFiles(fs, dir);
   const defaults = {
     LlamaTokenizer: [true, false], CodeLlamaTokenizer: [true, false], GemmaTokenizer: [true, false],
     CohereTokenizer: [true, false], GPTNeoXTokenizer: [false, false],
@@ -80,11 +85,10 @@ function loadHfTokenizer(req, fs, dir) {
 // The word encoder of a directory's tokenizer without its model (no vocabulary, no merges: a
 // few MB, not the model's hundred): splits and added tokens as the full one, every word's
 // ids learned from a thread that holds the model. Null for a tokenizer of another shape.
-function loadHfWordEncoder(req, fs, dir) {
+function loadHfWordEncoder(req, fs, dir, files) {
   const { Tokenizer } = req('@huggingface/tokenizers');
-  const json = readTokenizerFile(fs, dir, 'tokenizer.json', false);
+  const { json, config } = files || readTokenizerFiles(fs, dir);
   if (!wordEncoderShape(json)) return null;
-  const config = readTokenizerFile(fs, dir, 'tokenizer_config.json', true);
   const modelFree = { ...json, model: { ...json.model, vocab: {}, merges: [] }, post_processor: null };
   return wordCachedEncoder(new Tokenizer(modelFree, config), json);
 }
@@ -125,21 +129,35 @@ export interface WordEncoder {
   learn(word: string, ids: ArrayLike<number>): void;
 }
 
-type Loader = (req: NodeJS.Require, fs: typeof import('node:fs'), dir: string) => HfEncoder;
+/** A tokenizer directory's tokenizer.json and tokenizer_config.json ({} when absent), parsed. */
+export interface TokenizerFiles {
+  json: Record<string, unknown>;
+  config: Record<string, unknown>;
+}
+
+type Fs = typeof import('node:fs');
+type Loader = (req: NodeJS.Require, fs: Fs, dir: string, files?: TokenizerFiles) => HfEncoder;
+type WordLoader = (req: NodeJS.Require, fs: Fs, dir: string, files?: TokenizerFiles) => WordEncoder | null;
+
+const fromSource = <T>(name: string): T =>
+  // eslint-disable-next-line @typescript-eslint/no-implied-eval -- the one source shared with the threads
+  new Function(`${LOAD_HF_TOKENIZER_SOURCE}; return ${name};`)() as T;
 
 let loader: Loader | undefined;
-let wordLoader: ((req: NodeJS.Require, fs: typeof import('node:fs'), dir: string) => WordEncoder | null) | undefined;
+let wordLoader: WordLoader | undefined;
+let filesReader: ((fs: Fs, dir: string) => TokenizerFiles) | undefined;
 
 /** The model-free word encoder loader, for the main thread. */
-export function hfWordEncoderLoader(): (req: NodeJS.Require, fs: typeof import('node:fs'), dir: string) => WordEncoder | null {
-  // eslint-disable-next-line @typescript-eslint/no-implied-eval -- the one source shared with the threads
-  wordLoader ??= new Function(`${LOAD_HF_TOKENIZER_SOURCE}; return loadHfWordEncoder;`)() as typeof wordLoader;
-  return wordLoader!;
+export function hfWordEncoderLoader(): WordLoader {
+  return (wordLoader ??= fromSource<WordLoader>('loadHfWordEncoder'));
 }
 
 /** The loader above, for the main thread. */
 export function hfTokenizerLoader(): Loader {
-  // eslint-disable-next-line @typescript-eslint/no-implied-eval -- the one source shared with the threads
-  loader ??= new Function(`${LOAD_HF_TOKENIZER_SOURCE}; return loadHfTokenizer;`)() as Loader;
-  return loader;
+  return (loader ??= fromSource<Loader>('loadHfTokenizer'));
+}
+
+/** Reads a directory's tokenizer files once, for the loaders above and the piece cutter. */
+export function hfTokenizerFilesReader(): (fs: Fs, dir: string) => TokenizerFiles {
+  return (filesReader ??= fromSource<(fs: Fs, dir: string) => TokenizerFiles>('readTokenizerFiles'));
 }

@@ -4,7 +4,7 @@ import { dirname, join, resolve } from 'node:path';
 import { startRouter, type RouterProcess } from './router-process';
 
 /**
- * The frame of the hostile benches: each attack gets a fresh router process per build (its own
+ * The frame of the hostile benches: each attack gets a fresh router process per build, attacked once its start-up work is over (its own
  * RSS baseline), its RSS sampled every 20 ms and /health polled one call after another (from a
  * process of its own, health-poller.ts) while the attack runs, every attack bounded by ATTACK_S. With an `--ab` build present (dist-bench/ab),
  * the attacks run against it first ("before"); `--attacks=a,b` runs those whose name contains a
@@ -57,6 +57,22 @@ export const tokenizerFixture = (model: string): string => dirname(require.resol
 
 export const quantile = (sorted: number[], p: number): number => Math.round(sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))] ?? NaN);
 
+/**
+ * Waits (at most 20 s) until the router used less than 50 ms of CPU in half a second: what it
+ * does at start in the background (a tokenizer thread loading its tokenizer) is over before the
+ * attack, as it would be in a router that has been up a while.
+ */
+async function settled(router: RouterProcess): Promise<void> {
+  const deadline = Date.now() + 20_000;
+  let cpu = router.cpuSeconds();
+  while (Date.now() < deadline) {
+    await new Promise((r) => setTimeout(r, 500));
+    const now = router.cpuSeconds();
+    if (now - cpu < 0.05) return;
+    cpu = now;
+  }
+}
+
 async function measure<W>(mainJs: string, build: Build, attack: Attack<W>, workers: W): Promise<Record<string, unknown>> {
   let router: RouterProcess;
   try {
@@ -65,6 +81,7 @@ async function measure<W>(mainJs: string, build: Build, attack: Attack<W>, worke
     return { attack: attack.name, survived: false, statuses: `cannot run: ${(err as Error).message}` };
   }
   try {
+    await settled(router);
     const url = router.url;
     const idle = router.rssMb();
     let peak = idle;

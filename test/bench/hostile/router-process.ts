@@ -8,6 +8,12 @@ import { waitFor } from '../../support/router-app';
 import type { ProbeAnswer, ProbeMemory, ProbeRequest } from './memory-probe';
 
 const MB = 1024 * 1024;
+/**
+ * Node flags for the router processes, e.g. `HOSTILE_ROUTER_NODE_ARGS="--cpu-prof
+ * --cpu-prof-dir=/tmp/prof"` (NODE_OPTIONS refuses --cpu-prof); such a router is stopped with
+ * SIGTERM so it can write its profile.
+ */
+const EXTRA_NODE_ARGS = (process.env.HOSTILE_ROUTER_NODE_ARGS ?? '').split(' ').filter(Boolean);
 const mb = (bytes: number): number => Math.round((bytes / MB) * 10) / 10;
 
 /** A router build run as its own process, for the hostile benches: its RSS, memory and /health. */
@@ -71,7 +77,7 @@ export async function startRouter(mainJs: string, config: Record<string, unknown
   const configFile = join(dir, 'router.yaml');
   writeFileSync(configFile, stringify({ hostname: '127.0.0.1', port, ...config }));
   const probe = join(__dirname, 'memory-probe.js');
-  const child: ChildProcess = spawn(process.execPath, ['--expose-gc', '-r', probe, mainJs, '--config', configFile], {
+  const child: ChildProcess = spawn(process.execPath, [...EXTRA_NODE_ARGS, '--expose-gc', '-r', probe, mainJs, '--config', configFile], {
     stdio: ['ignore', 'ignore', 'ignore', 'ipc'],
     env: { ...process.env, HF_HUB_CACHE: dir, ...env },
   });
@@ -90,8 +96,12 @@ export async function startRouter(mainJs: string, config: Record<string, unknown
   const url = `http://127.0.0.1:${port}`;
   const stop = async (): Promise<void> => {
     if (!exited) {
-      child.kill('SIGKILL');
-      await new Promise((r) => child.once('exit', r));
+      const gone = new Promise((r) => child.once('exit', r));
+      // A profiled router must exit on its own to write its profile; a stuck one is killed after 10 s.
+      child.kill(EXTRA_NODE_ARGS.length > 0 ? 'SIGTERM' : 'SIGKILL');
+      const kill = setTimeout(() => child.kill('SIGKILL'), 10_000);
+      await gone;
+      clearTimeout(kill);
     }
     rmSync(dir, { recursive: true, force: true });
   };
