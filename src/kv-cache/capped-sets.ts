@@ -2,9 +2,10 @@ import { randomInt } from 'node:crypto';
 
 /**
  * Entries per Set at most. V8 grows a Set by doubling its capacity and rehashing all of it in
- * one go (about 12 ms at 2^16 entries, 0.2-0.35 s at 2^20); a split costs about as much.
+ * one go (about 12 ms at 2^16 entries, 0.2-0.35 s at 2^20); a split of 2^15 entries costs
+ * about 10 ms (test/bench/routing/kv-table-cost.ts).
  */
-export const ENTRIES_PER_SET = 2 ** 16;
+export const ENTRIES_PER_SET = 2 ** 15;
 /** Splits stop here (2^12 Sets): keys a split cannot part (the same hash) then grow one Set, as a plain Set does. */
 const MAX_DEPTH = 12;
 
@@ -55,7 +56,8 @@ export class CappedSets<T extends bigint | string> {
 
   add(value: T): void {
     let set = this.setOf(value);
-    if (set.size >= (this.shapes.get(set)?.splitAt ?? this.cap) && !set.has(value) && this.split(set)) set = this.setOf(value);
+    // The size test first: a Set under three quarters of the cap never splits (see splitSize).
+    if (set.size >= this.cap * 0.75 && set.size >= (this.shapes.get(set)?.splitAt ?? this.cap) && !set.has(value) && this.split(set)) set = this.setOf(value);
     set.add(value);
   }
 
