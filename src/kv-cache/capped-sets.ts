@@ -30,6 +30,8 @@ export class CappedSets<T extends bigint | string> {
   /** Slot (the hash's low `depth` bits) -> its Set; a Set of a lower depth fills several slots. */
   private dir: Set<T>[] = [new Set<T>()];
   private depth = 0;
+  /** dir[0] while there is one Set. */
+  private only: Set<T> | undefined = this.dir[0];
   /** Per Set, once there are several. */
   private readonly shapes = new Map<Set<T>, Shape>();
 
@@ -51,7 +53,9 @@ export class CappedSets<T extends bigint | string> {
   }
 
   has(value: T): boolean {
-    return (this.depth === 0 ? this.dir[0] : this.dir[this.hashOf(value) & ((1 << this.depth) - 1)]).has(value);
+    // The one-Set case on its own, small enough to inline: the KV-aware hot path calls has() per block.
+    const only = this.only;
+    return only !== undefined ? only.has(value) : this.setOf(value).has(value);
   }
 
   add(value: T): void {
@@ -68,6 +72,7 @@ export class CappedSets<T extends bigint | string> {
   clear(): void {
     this.dir = [new Set<T>()];
     this.depth = 0;
+    this.only = this.dir[0];
     this.shapes.clear();
   }
 
@@ -90,6 +95,7 @@ export class CappedSets<T extends bigint | string> {
     if (depth === this.depth) {
       this.dir = this.dir.concat(this.dir);
       this.depth++;
+      this.only = undefined;
     }
     const bit = 1 << depth;
     const high = new Set<T>();

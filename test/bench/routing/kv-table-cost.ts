@@ -4,15 +4,16 @@ import { KvBlockTable } from '../../../src/kv-cache';
 
 /**
  * The KV-aware hot path's block-table lookups (has() per block of a prompt, through
- * matchPrefix): ns per lookup against a table of `sizes` confirmed blocks, prompts of 64
+ * matchPrefix): ns per lookup against a table of `sizes` confirmed blocks (20,000: one Set;
+ * 50,000: two; 1.1M: about 64, see src/kv-cache/capped-sets.ts), prompts of 64
  * blocks of which the first `hits` are in the table. With an `--ab` build present
  * (dist-bench/ab), its KvBlockTable runs alternately with this tree's, in the same process.
  * Then the longest single add() while a table grows to the largest size (a whole-Set rehash).
  *
- *   node test/bench/build.mjs [&& node test/bench/build.mjs --ab=<ref>] && node dist-bench/test/bench/routing/kv-table-cost.js [--sizes=50000,1100000 --rounds=5]
+ *   node test/bench/build.mjs [&& node test/bench/build.mjs --ab=<ref>] && node dist-bench/test/bench/routing/kv-table-cost.js [--sizes=20000,50000,1100000 --rounds=5]
  */
 const args = new Map(process.argv.slice(2).map((a) => a.replace(/^--/, '').split('=') as [string, string]));
-const SIZES = (args.get('sizes') ?? '50000,1100000').split(',').map(Number);
+const SIZES = (args.get('sizes') ?? '20000,50000,1100000').split(',').map(Number);
 const ROUNDS = Number(args.get('rounds') ?? 5);
 const CHAIN = 64;
 const HITS = 48;
