@@ -8,10 +8,13 @@
  * A recorded block is confirmed by a `stored` event, dropped by a `removed` one, and expires
  * if the worker never confirms it.
  */
+import { CappedSets } from './capped-sets';
+
 export type BlockKey = bigint | string;
 
 export class KvBlockTable {
-  private readonly blocks = new Set<BlockKey>();
+  /** Confirmed blocks, in Sets of bounded size: a table of a million blocks grows without a long rehash. */
+  private readonly blocks = new CappedSets<BlockKey>();
   /** Recorded, not yet confirmed: hash -> expiry (performance.now() ms). */
   private readonly tracked = new Map<BlockKey, number>();
   /** The earliest expiry among the recorded blocks (Infinity: none), when the last scan was, and how often one may run. */

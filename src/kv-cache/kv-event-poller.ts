@@ -87,10 +87,10 @@ export class KvEventPoller {
   async pollOnce(serverUrl: string, timeoutMs: number): Promise<PollOutcome> {
     let events;
     try {
-      const text = await this.workers.drainKvEvents(serverUrl, timeoutMs, this.maxDrainBytes);
-      if (!text.trim()) return { ok: true, applied: 0 };
-      // A large drain is parsed in slices too, yielding to requests (README "KV block tables").
-      events = await parseKvEventsInSlices(text);
+      const answer = await this.workers.openKvEvents(serverUrl, timeoutMs, this.maxDrainBytes);
+      // A large drain is parsed in slices as it arrives, yielding to requests (README "KV block tables").
+      events = await parseKvEventsInSlices(answer);
+      if (!events.length) return { ok: true, applied: 0 };
     } catch (err) {
       if (err instanceof AnswerTooLargeError) return this.lostDrain(serverUrl, err);
       // Outside the session's lifetime there is nothing to poll with; not a worker fault.

@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
-import { HttpSessionProvider, readBoundedBody } from '../http-session';
+import { AnswerTooLargeError, HttpSessionProvider, readBoundedBody } from '../http-session';
+import { ArrivingText } from './arriving-text';
 import { healthErrorOf, type HealthResult } from './worker-health';
 
 /** The worker's clock readings of GET /steady_clock_offset (seconds on its steady clock). */
@@ -63,6 +64,14 @@ export class WorkerClient {
    * silence in its body; an answer over `maxBytes` throws AnswerTooLargeError unread.
    */
   async drainKvEvents(url: string, timeoutMs: number, maxBytes = DEFAULT_KV_EVENTS_BYTES): Promise<string> {
+    return (await this.openKvEvents(url, timeoutMs, maxBytes)).whole();
+  }
+
+  /**
+   * drainKvEvents with the answer's text given as it arrives, once its head says 2xx (the
+   * KV poller parses a large drain as it comes; README "KV block tables").
+   */
+  async openKvEvents(url: string, timeoutMs: number, maxBytes = DEFAULT_KV_EVENTS_BYTES): Promise<ArrivingText> {
     const target = new URL(url);
     const res = await this.session.request({
       origin: target.origin,
@@ -73,9 +82,18 @@ export class WorkerClient {
       headersTimeoutMs: timeoutMs,
       bodyTimeoutMs: timeoutMs,
     });
-    const text = (await readBoundedBody(res.body, res.headers['content-length'], maxBytes)).toString('utf8');
-    if (res.statusCode < 200 || res.statusCode >= 300) throw new Error(`Request failed with status code ${res.statusCode}`);
-    return text;
+    if (res.statusCode < 200 || res.statusCode >= 300) {
+      // Read (within the bound) so the connection is reused, as for any answer.
+      await readBoundedBody(res.body, res.headers['content-length'], maxBytes);
+      throw new Error(`Request failed with status code ${res.statusCode}`);
+    }
+    const length = res.headers['content-length'];
+    const declared = Number(Array.isArray(length) ? length[0] : length);
+    if (declared > maxBytes) {
+      res.body.destroy();
+      throw new AnswerTooLargeError(maxBytes);
+    }
+    return new ArrivingText(res.body, maxBytes);
   }
 
   /** GET /perf_metrics: the worker's per-request metrics, as it answers them. Not a 2xx: throws. */

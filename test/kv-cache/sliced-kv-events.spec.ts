@@ -1,7 +1,7 @@
 import { describe, expect, it } from '@jest/globals';
 import { parseKvEvents } from '../../src/kv-cache/kv-events';
 import { parseKvEventsFast } from '../../src/kv-cache/fast-kv-events';
-import { PARSE_SLICE_CHARS, SLICED_PARSE_FROM_CHARS, parseKvEventsInSlices } from '../../src/kv-cache/sliced-kv-events';
+import { MAX_WINDOW_CHARS, PARSE_SLICE_CHARS, SLICED_PARSE_FROM_CHARS, parseKvEventsInSlices, type KvEventsText } from '../../src/kv-cache/sliced-kv-events';
 
 /** A seeded generator: the drains are the same on every run. */
 function random(seed: number): () => number {
@@ -88,6 +88,8 @@ async function expectAllAgree(text: string, repeatedKey = false): Promise<Outcom
   const sliced = await outcome(() => parseKvEventsInSlices(text));
   expect(sliced).toEqual(await outcome(() => parseKvEventsFast(text)));
   if (!repeatedKey) expect(sliced).toEqual(await outcome(() => parseKvEvents(text)));
+  // The same text arriving in pieces.
+  expect(await outcome(() => parseKvEventsInSlices(new PieceSource(text, random(text.length))))).toEqual(sliced);
   return sliced;
 }
 
@@ -166,5 +168,84 @@ describe('the sliced parse of a large drain', () => {
     const large = w.drain([w.stored(blocksFor(8 * PARSE_SLICE_CHARS)), ...Array.from({ length: 400 }, () => w.small())]);
     expect(await count(large)).toBeGreaterThan(8);
     expect(await count(w.drain([w.small()]))).toBe(0);
+  });
+});
+
+/** `text` given in pieces of random sizes (some a few characters), counting what the parse asked for. */
+class PieceSource implements KvEventsText {
+  given = 0;
+  wholeCalls = 0;
+  private at = 0;
+  constructor(
+    private readonly text: string,
+    private readonly rnd: () => number,
+    /** Resolves when the parse may have the piece starting at `at` (default: at once). */
+    private readonly gate: (at: number) => Promise<void> = () => Promise.resolve(),
+  ) {}
+
+  async next(): Promise<string | undefined> {
+    if (this.at >= this.text.length) return undefined;
+    await this.gate(this.at);
+    const size = this.rnd() < 0.2 ? 1 + Math.floor(this.rnd() * 8) : 1 + Math.floor(this.rnd() * 70_000);
+    const piece = this.text.slice(this.at, this.at + size);
+    this.at += piece.length;
+    this.given++;
+    return piece;
+  }
+
+  whole(): Promise<string> {
+    this.wholeCalls++;
+    return Promise.resolve(this.text);
+  }
+}
+
+describe('the sliced parse of a drain still arriving', () => {
+  it('equals the parse of the whole text, piece sizes whatever they are, and never asks for the whole text', async () => {
+    for (const seed of [21, 22, 23]) {
+      const w = new DrainWriter(random(seed));
+      const parts = [w.small(), w.stored(blocksFor(3.5 * PARSE_SLICE_CHARS)), w.small(), w.removed(3 * PARSE_SLICE_CHARS / 10)];
+      parts.push(w.removed(PARSE_SLICE_CHARS / 5, true), w.stored(blocksFor(1.5 * PARSE_SLICE_CHARS), false));
+      for (let i = 0; i < 600; i++) parts.push(w.small());
+      const text = w.drain(parts);
+      const source = new PieceSource(text, random(seed));
+      expect(await outcome(() => parseKvEventsInSlices(source))).toEqual(await outcome(() => parseKvEventsFast(text)));
+      expect(source.wholeCalls).toBe(0);
+    }
+  });
+
+  it('parses as the text comes: all of the first half is taken and parsed before the rest is given', async () => {
+    const w = new DrainWriter(random(31));
+    const text = w.drain([w.stored(blocksFor(20 * PARSE_SLICE_CHARS)), ...Array.from({ length: 200 }, () => w.small())]);
+    const half = Math.floor(text.length / 2);
+    let waiting = false;
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    const source = new PieceSource(text, random(32), (at) => {
+      if (at < half) return Promise.resolve();
+      waiting = true;
+      return released;
+    });
+    let done = false;
+    const parsing = parseKvEventsInSlices(source).finally(() => (done = true));
+    for (let turns = 0; !waiting && !done && turns < 100_000; turns++) await new Promise((r) => setImmediate(r));
+    expect({ waiting, done }).toEqual({ waiting: true, done: false });
+    release();
+    expect(await parsing).toEqual(parseKvEventsFast(text));
+    expect(source.wholeCalls).toBe(0);
+  });
+
+  it('leaves what it does not expect, and an element longer than its window, to the whole-text parse', async () => {
+    const w = new DrainWriter(random(41));
+    const filler = Array.from({ length: 300 }, () => w.small());
+    const huge = `{"event_id":9,"data":{"type":"updated","block_hash":5,"note":"${'x'.repeat(MAX_WINDOW_CHARS + 10)}"}}`;
+    for (const text of [`${w.drain([w.stored(blocksFor(3 * PARSE_SLICE_CHARS)), ...filler])} x`, w.drain([...filler, huge, ...filler])]) {
+      const source = new PieceSource(text, random(42));
+      expect(await outcome(() => parseKvEventsInSlices(source))).toEqual(await outcome(() => parseKvEventsFast(text)));
+      expect(source.wholeCalls).toBe(1);
+    }
+  });
+
+  it('a blank answer holds no events', async () => {
+    expect(await parseKvEventsInSlices(new PieceSource('  \n', random(1)))).toEqual([]);
   });
 });

@@ -1,3 +1,4 @@
+import { describe, expect, it } from '@jest/globals';
 import { PieceCache, printOf } from '../../src/tokenizer/incremental/piece-cache';
 
 /** Texts of one length that differ only at a character the print does not read: one print, many texts. */

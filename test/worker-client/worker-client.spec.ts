@@ -50,6 +50,31 @@ describe('WorkerClient against a real worker socket', () => {
     expect(post.method).toBe('POST');
   });
 
+  it('gives a drain piece by piece as it arrives, a character split between chunks whole', async () => {
+    const text = `[{"event_id":1,"data":{"type":"updated","block_hash":1,"note":"${'é€😀'.repeat(50_000)}"}}]`;
+    const bytes = Buffer.from(text);
+    const server = createServer((req, res) => {
+      req.resume();
+      res.writeHead(200, { 'content-type': 'application/json' });
+      // Chunks of 7 bytes and more: most cut a multi-byte character.
+      for (let at = 0; at < bytes.length; at += 7 + (at % 5000)) res.write(bytes.subarray(at, at + 7 + (at % 5000)));
+      res.end();
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    try {
+      const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+      const answer = await client.openKvEvents(url, 2000);
+      const pieces: string[] = [];
+      for (let piece = await answer.next(); piece !== undefined; piece = await answer.next()) pieces.push(piece);
+      expect(pieces.join('')).toBe(text);
+      expect(await answer.whole()).toBe(text);
+      await expect(client.openKvEvents(url, 2000, 1000).then((a) => a.whole())).rejects.toThrow('answer larger than 1000 bytes');
+    } finally {
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+    }
+  });
+
   it('a dead worker is a negative health result without address details, and a failed drain', async () => {
     const dead = `http://127.0.0.1:${await unusedPort()}`;
     const health = await client.health(dead, 2000);
