@@ -1,5 +1,13 @@
 import { describe, expect, it } from '@jest/globals';
+import * as v8 from 'node:v8';
+import * as vm from 'node:vm';
 import { PieceCache, printOf } from '../../src/tokenizer/incremental/piece-cache';
+
+/** A full collection, for a test that asserts what memory stays held. */
+function collectGarbage(): void {
+  v8.setFlagsFromString('--expose-gc');
+  (vm.runInNewContext('gc') as () => void)();
+}
 
 /** Texts of one length that differ only at a character the print does not read: one print, many texts. */
 function samePrintTexts(count: number): string[] {
@@ -48,6 +56,17 @@ describe('PieceCache', () => {
     for (let i = 0; i < 200; i++) cache.set('tok', `piece number ${i}`, ids(i));
     expect(cache.bytes).toBeLessThanOrEqual(4096);
     expect(cache.stats.evictions).toBeGreaterThan(0);
+  });
+
+  it('keeps no prompt alive through the pieces it holds', () => {
+    const cache = new PieceCache(1 << 20);
+    collectGarbage();
+    const before = process.memoryUsage().heapUsed;
+    // 20 prompts of 5 MB each: a piece that were a slice of its prompt would hold 100 MB.
+    for (let i = 0; i < 20; i++) cache.set('tok', `${'x'.repeat(5_000_000)}:${i}`.slice(-200), ids(i));
+    collectGarbage();
+    expect(cache.entries).toBe(20);
+    expect(process.memoryUsage().heapUsed - before).toBeLessThan(20_000_000);
   });
 
   it('drops the least recently used first: a hit moves a piece to the back', () => {

@@ -42,6 +42,20 @@ describe.each(FIXTURE_MODELS)('the piece encoder of %s', (model) => {
     expect(mismatches(texts)).toEqual([]);
   });
 
+  it('gives the library ids where added tokens are cut short, run into each other or overlap', () => {
+    const rng = rngOf(17);
+    const texts: string[] = [];
+    for (let i = 0; i < CASES; i++) {
+      const token = pick(rng, addedTokens);
+      const other = pick(rng, addedTokens);
+      const cut = token.slice(0, int(rng, 1, Math.max(1, token.length - 1)));
+      // A prefix of one token, a token glued to the tail of another, a token inside a token.
+      const joins = [cut + token, token.slice(1) + other, cut + cut + other.slice(0, -1), token + token.slice(0, -1), `${cut}x${other}${cut}`];
+      texts.push(randomText(rng, int(rng, 0, 6), []) + pick(rng, joins) + randomText(rng, int(rng, 0, 6), []));
+    }
+    expect(mismatches(texts)).toEqual([]);
+  });
+
   it(BYTE_LEVEL_MODELS.includes(model) ? 'has a model-free word encoder that learns words and then needs no model' : 'has no model-free word encoder', () => {
     const words = hfWordEncoderLoader()(projectRequire(), fs, dir);
     expect(words !== null).toBe(BYTE_LEVEL_MODELS.includes(model));
