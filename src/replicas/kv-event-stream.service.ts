@@ -19,6 +19,9 @@ import { WorkerPositions } from './worker-positions';
  * stream sequence tells where a replica is, so it resumes after an outage or starts after a
  * snapshot; per worker, messages at or below the sequence its tables hold are skipped.
  */
+/** Messages of one drain sent and not yet acknowledged by the stream, at most. */
+const MAX_UNACKED = 4;
+
 @Injectable()
 export class KvEventStream implements KvEventPublisher, OnModuleDestroy {
   private readonly logger = new Logger('KvEventStream');
@@ -30,6 +33,8 @@ export class KvEventStream implements KvEventPublisher, OnModuleDestroy {
   received = 0;
   /** Workers polled while the bus was away: their events reached no other replica. */
   readonly unpublished = new Set<string>();
+  /** Why the last drain that failed to publish failed (admin and tests read it). */
+  lastFailure?: string;
   /** Publications not yet acknowledged by the stream, per worker URL. */
   private readonly sending = new Map<string, number>();
   /** Per worker URL, the drain being sent: the next one goes after it. */
@@ -74,13 +79,20 @@ export class KvEventStream implements KvEventPublisher, OnModuleDestroy {
     this.queues.set(url, sent);
   }
 
-  /** One drain, as many messages as the bus's max_payload asks; a failure is logged once per drain. */
+  /**
+   * One drain, as many messages as the bus's max_payload asks, at most MAX_UNACKED of them
+   * awaiting the stream's ack at a time: a large drain sent all at once made the last acks wait
+   * for the whole drain to be stored, past the client's timeout on a busy machine. A failure is
+   * logged once per drain and ends it (the owner's snapshot hands the worker's table over).
+   */
   private async send(js: JetStreamClient, url: string, events: readonly KvCacheEvent[], h: MsgHdrs, limit: number): Promise<void> {
     let failure: Error | undefined;
     const acks: Promise<unknown>[] = [];
     try {
       // Published one after the other: the client writes them in this order, the stream keeps it.
       for await (const text of eventMessages(events, limit)) {
+        if (acks.length >= MAX_UNACKED) await acks.shift();
+        if (failure) break;
         this.published++;
         acks.push(js.publish(this.bus.names.eventSubject, text, { headers: h }).catch((err: Error) => (failure ??= err)));
       }
@@ -90,6 +102,7 @@ export class KvEventStream implements KvEventPublisher, OnModuleDestroy {
     await Promise.all(acks);
     if (failure) {
       this.unpublished.add(url);
+      this.lastFailure = failure.message;
       this.logger.warn(`events of ${url} not published: ${failure.message}`);
     }
   }
