@@ -33,7 +33,7 @@ export class KvEventStream implements KvEventPublisher, OnModuleDestroy {
   received = 0;
   /** Workers polled while the bus was away: their events reached no other replica. */
   readonly unpublished = new Set<string>();
-  /** Why the last drain that failed to publish failed (admin and tests read it). */
+  /** Why the last drain that failed to publish failed. */
   lastFailure?: string;
   /** Publications not yet acknowledged by the stream, per worker URL. */
   private readonly sending = new Map<string, number>();
