@@ -3,6 +3,7 @@ import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSyn
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { FakeWorker, generationHandler } from '../support/fake-worker';
+import { LogCapture } from '../observability/log-capture';
 import { startRouter, type RunningRouter } from '../support/router-app';
 import { admin, complete, errorOf, TestPoliciesModule, TOKEN, whenReady } from './admin-support';
 
@@ -20,8 +21,8 @@ describe('admin changes persisted to admin.persist_file', () => {
     rmSync(dir, { recursive: true, force: true });
   });
 
-  const boot = (file: string): Promise<RunningRouter> =>
-    startRouter({ generation_servers: { urls: [a.url, c.url] }, admin: { token: TOKEN, persist_file: file } }, [TestPoliciesModule]);
+  const boot = (file: string, logs?: LogCapture): Promise<RunningRouter> =>
+    startRouter({ generation_servers: { urls: [a.url, c.url] }, admin: { token: TOKEN, persist_file: file } }, [TestPoliciesModule], logs ? { logDestination: logs } : {});
   const idOf = (w: FakeWorker): string => `generation-127.0.0.1-${w.port}`;
   const servers = async (r: RunningRouter): Promise<Array<Record<string, unknown>>> => (await admin(r.url, 'GET', 'servers')).body.servers as Array<Record<string, unknown>>;
 
@@ -100,9 +101,12 @@ describe('admin changes persisted to admin.persist_file', () => {
 
   it('refuses to start with a damaged file, naming it', async () => {
     const file = join(dir, 'damaged.json');
+    // The refusals are logged (once each) into a capture, not the test's output.
+    const logs = new LogCapture();
     writeFileSync(file, '{"version": 1, "added_servers": [');
-    await expect(boot(file)).rejects.toThrow(/admin\.persist_file: .*damaged\.json is not valid JSON/);
+    await expect(boot(file, logs)).rejects.toThrow(/admin\.persist_file: .*damaged\.json is not valid JSON/);
     writeFileSync(file, JSON.stringify({ version: 1, added_servers: [{ url: 'ftp://x', role: 'generation' }] }));
-    await expect(boot(file)).rejects.toThrow(/added_servers\.0\.url/);
+    await expect(boot(file, logs)).rejects.toThrow(/added_servers\.0\.url/);
+    expect(logs.lines.filter((l) => /damaged\.json/.test(String(l.msg))).length).toBe(2);
   });
 });

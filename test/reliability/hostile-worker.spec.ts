@@ -99,7 +99,7 @@ describe('hostile workers', () => {
 
   it('ends a stream that never ends at timeouts.request_s with a final SSE error event', async () => {
     const event = (i: number): string => `data: ${JSON.stringify({ id: 'x', object: 'text_completion', choices: [{ index: 0, text: String(i), finish_reason: null }] })}\n\n`;
-    const c = await start({ timeouts: { request_s: 0.8 } }, { gen: drip({ 'content-type': 'text/event-stream' }, event) });
+    const c = await start({ timeouts: { request_s: 2 } }, { gen: drip({ 'content-type': 'text/event-stream' }, event) });
     const res = await postStream(`${c.router.url}/v1/completions`, { ...body, stream: true });
     expect(res.status).toBe(200);
     const events = await readSse(res);

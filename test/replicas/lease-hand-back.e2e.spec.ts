@@ -30,7 +30,9 @@ function laterOwner(url: string, first: string): string {
  * both replicas, and one started after the move, end with the worker's whole cache.
  */
 describe('router replicas: a poll lease handed back during traffic', () => {
-  const fixture = useScriptedWorkerReplicas(['first']);
+  // A lease moves a whole TTL after its owner appears: 3 s leaves room to hold the new owner's
+  // stream reader back before the move, however slow the machine is to start a replica.
+  const fixture = useScriptedWorkerReplicas(['first'], { lease_ttl_s: 3 });
   const { replicas } = fixture;
   const lastId = (r: Replica): number | undefined => r.app.get(KvEventApplier).lastEventId(fixture.worker.url);
   const size = (r: Replica): number => confirmed(r.app, fixture.worker.url).size;

@@ -16,8 +16,8 @@ export interface ScriptedWorkerReplicas {
   start(id: string): Promise<Replica>;
 }
 
-/** Registers beforeAll/afterAll: NATS, the worker, and replicas `ids` started in order. */
-export function useScriptedWorkerReplicas(ids: readonly string[]): ScriptedWorkerReplicas {
+/** Registers beforeAll/afterAll: NATS, the worker, and replicas `ids` started in order (`cluster`: settings over the fast ones). */
+export function useScriptedWorkerReplicas(ids: readonly string[], cluster: { lease_ttl_s?: number } = {}): ScriptedWorkerReplicas {
   let nats: NatsServer | undefined;
   let worker: FakeWorker | undefined;
   const replicas: Replica[] = [];
@@ -41,7 +41,7 @@ export function useScriptedWorkerReplicas(ids: readonly string[]): ScriptedWorke
         generation_servers: { urls: [fixture.worker.url], router: { type: 'kv_cache_aware', tokenizer: 'bytes', tokens_per_block: 16 } },
         admin: { token: TOKEN },
         health: { interval_s: 0.2 },
-        cluster: { bus: fixture.nats.url, replica_id: id, lease_ttl_s: 1, poll_interval_ms: 20, snapshot_interval_s: 0.2, load_interval_ms: 20 },
+        cluster: { bus: fixture.nats.url, replica_id: id, lease_ttl_s: 1, poll_interval_ms: 20, snapshot_interval_s: 0.2, load_interval_ms: 20, ...cluster },
       });
       const replica = { ...router, id };
       replicas.push(replica);
