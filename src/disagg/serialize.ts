@@ -83,15 +83,28 @@ type LongStrings = Map<object, Set<string>>;
 function findLongStrings(body: Record<string, unknown>, skip: string | undefined): LongStrings {
   const found: LongStrings = new Map();
   let budget = MAX_VALUES_LOOKED_AT;
+  const isLong = (item: unknown, depth: number): boolean =>
+    typeof item === 'string' ? item.length >= SLICED_BODY_CHARS && writesAsIs(item) : holds(item, depth + 1);
+  // Members read by key or index, not as [key, value] pairs: a body holds lists of thousands of
+  // numbers, and a pair per number was a tenth of a long chat's CPU in the router.
   const holds = (value: unknown, depth: number): boolean => {
     if (typeof value !== 'object' || value === null || depth > MAX_DEPTH) return false;
     if (typeof (value as { toJSON?: unknown }).toJSON === 'function') return false;
+    // The router's own id lists (remembered with their text) hold no string.
+    if (idListTextOf(value) !== undefined) return false;
     let keys: Set<string> | undefined;
-    for (const [key, item] of Object.entries(value)) {
-      if (--budget < 0) break;
-      if (depth === 0 && key === skip) continue;
-      const long = typeof item === 'string' ? item.length >= SLICED_BODY_CHARS && writesAsIs(item) : holds(item, depth + 1);
-      if (long) (keys ??= new Set()).add(key);
+    if (Array.isArray(value)) {
+      for (let i = 0; i < value.length; i++) {
+        if (--budget < 0) break;
+        if (isLong(value[i], depth)) (keys ??= new Set()).add(String(i));
+      }
+    } else {
+      const record = value as Record<string, unknown>;
+      for (const key of Object.keys(record)) {
+        if (--budget < 0) break;
+        if (depth === 0 && key === skip) continue;
+        if (isLong(record[key], depth)) (keys ??= new Set()).add(key);
+      }
     }
     if (keys) found.set(value, keys);
     return keys !== undefined;
