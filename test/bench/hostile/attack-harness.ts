@@ -1,3 +1,4 @@
+import { setMaxListeners } from 'node:events';
 import { existsSync } from 'node:fs';
 import { fork } from 'node:child_process';
 import { dirname, join, resolve } from 'node:path';
@@ -87,6 +88,9 @@ async function measure<W>(mainJs: string, build: Build, attack: Attack<W>, worke
     let peak = idle;
     const sampler = setInterval(() => (peak = Math.max(peak, router.rssMb())), 20);
     const signal = AbortSignal.timeout(ATTACK_S * 1000);
+    // Every request of the attack (thousands in the drain rows) shares this deadline, and fetch
+    // keeps a listener on it per request: a count bounded by the attack, warned about past 1,500.
+    setMaxListeners(0, signal);
     // /health is timed from a process of its own (the attack's client work would skew it).
     const poller = fork(join(__dirname, 'health-poller.js'), [url], { stdio: ['ignore', 'ignore', 'ignore', 'ipc'] });
     const latenciesOf = new Promise<number[]>((resolve) => {
