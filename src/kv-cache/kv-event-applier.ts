@@ -43,7 +43,7 @@ export function applyKvEvents(server: KvWorker, events: readonly KvCacheEvent[])
         applied.ignored++;
         continue;
     }
-    table.eventsApplied++;
+    if (!isContinuation(event)) table.eventsApplied++;
     if (event.event_id >= 0) table.lastEventId = event.event_id;
   }
   return applied;

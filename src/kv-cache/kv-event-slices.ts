@@ -1,10 +1,11 @@
 import type { KvCacheEvent } from './kv-events';
 
-/** The parts of a cut event but its last: applied, not counted again as events. */
-const CONTINUATIONS = new WeakSet<KvCacheEvent>();
-
+/**
+ * A part of a cut event but its last (event_id -1, cut here or by the replica that published
+ * it): applied, not counted again as an event. Workers number their events from 0.
+ */
 export function isContinuation(event: KvCacheEvent): boolean {
-  return CONTINUATIONS.has(event);
+  return event.event_id < 0 && (event.data.type === 'stored' || event.data.type === 'removed');
 }
 
 /** Blocks applied between two turns of the event loop: a few milliseconds of table work. */
@@ -60,9 +61,6 @@ function partOf(event: KvCacheEvent, from: number, to: number, continuation: boo
       : data.type === 'removed'
         ? { ...event, data: { ...data, block_hashes: data.block_hashes.slice(from, to) } }
         : { ...event };
-  if (continuation) {
-    part.event_id = -1;
-    CONTINUATIONS.add(part);
-  }
+  if (continuation) part.event_id = -1;
   return part;
 }

@@ -1,6 +1,7 @@
 import { describe, expect, it } from '@jest/globals';
 import { KvEventApplier, serializeKvEvents, type KvCacheEvent } from '../../src/kv-cache';
 import { KvEventStream } from '../../src/replicas/kv-event-stream.service';
+import { sampleValue, scrape } from '../observability/prom-text';
 import { waitFor } from '../support/router-app';
 import { confirmed, waitForOwnership } from './support/replica-cluster';
 import { storedBlocks, useScriptedWorkerReplicas } from './support/scripted-worker-replicas';
@@ -43,5 +44,11 @@ describe('router replicas: one KV event larger than a bus message', () => {
     const table = tableOf(1 - owner);
     expect(table.has(BASE + BigInt(REMOVED - 1))).toBe(false);
     expect(table.has(BASE + BigInt(REMOVED)) && table.has(BASE + BigInt(BLOCKS - 1))).toBe(true);
+    // The parts are counted as the three events they were (fewer if a snapshot came first), on both replicas.
+    for (const replica of replicas) {
+      const applied = sampleValue(await scrape(replica.url), 'disagg_router_kv_events_applied_total');
+      expect(applied).toBeGreaterThan(0);
+      expect(applied).toBeLessThanOrEqual(3);
+    }
   });
 });
