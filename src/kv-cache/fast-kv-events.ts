@@ -82,6 +82,7 @@ export function normalizeKvEvent(item: unknown): KvCacheEvent | undefined {
   const event: KvCacheEvent = { event_id: typeof id === 'number' ? id : -1, data: out as unknown as KvCacheEvent['data'] };
   if (item.window_size !== undefined) event.window_size = Number(item.window_size);
   if (typeof item.hash_algo === 'string') event.hash_algo = item.hash_algo;
+  if (typeof item.continues === 'number' && event.event_id < 0) event.continues = item.continues;
   return event;
 }
 

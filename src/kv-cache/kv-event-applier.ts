@@ -70,9 +70,10 @@ export class KvEventApplier {
     const fresh: KvCacheEvent[] = [];
     for (const event of events) {
       if (!isKvCacheEvent(event)) continue;
-      const id = event.event_id;
+      // A part of a cut event is judged by the id of the event it belongs to.
+      const id = event.continues ?? event.event_id;
       if (id >= 0 && entry.lastEventId !== undefined && id <= entry.lastEventId) continue;
-      if (id >= 0) entry.lastEventId = id;
+      if (event.event_id >= 0) entry.lastEventId = event.event_id;
       fresh.push(event);
     }
     for (const worker of entry.workers) applyKvEvents(worker, fresh);

@@ -2,7 +2,8 @@ import type { KvCacheEvent } from './kv-events';
 
 /**
  * A part of a cut event but its last (event_id -1, cut here or by the replica that published
- * it): applied, not counted again as an event. Workers number their events from 0.
+ * it; `continues` names the event): applied, not counted again as an event. Workers number
+ * their events from 0.
  */
 export function isContinuation(event: KvCacheEvent): boolean {
   return event.event_id < 0 && (event.data.type === 'stored' || event.data.type === 'removed');
@@ -15,8 +16,9 @@ export const BLOCKS_PER_SLICE = 20_000;
  * A drain's events cut into slices of at most `blocksPerSlice` blocks (an event without
  * blocks weighs one), so applying a huge drain yields to the event loop between slices
  * instead of stalling every request. An event that does not fit the room left in a slice is
- * cut: its parts but the last carry event_id -1 (untracked; applying a block twice changes
- * nothing), the last its own id, so the id bookkeeping sees it once.
+ * cut: its parts but the last carry event_id -1 and `continues` (the event's id), the last its
+ * own id, so the id bookkeeping sees it once and a part of an event applied already (a
+ * snapshot taken after it was adopted meanwhile) is skipped instead of undoing later events.
  */
 export function* kvEventSlices(events: readonly KvCacheEvent[], blocksPerSlice = BLOCKS_PER_SLICE): Generator<KvCacheEvent[]> {
   const size = Math.max(1, Math.floor(blocksPerSlice));
@@ -61,6 +63,9 @@ function partOf(event: KvCacheEvent, from: number, to: number, continuation: boo
       : data.type === 'removed'
         ? { ...event, data: { ...data, block_hashes: data.block_hashes.slice(from, to) } }
         : { ...event };
-  if (continuation) part.event_id = -1;
+  if (continuation) {
+    if (event.event_id >= 0) part.continues = event.event_id;
+    part.event_id = -1;
+  }
   return part;
 }

@@ -62,6 +62,11 @@ export interface KvCacheEvent {
   window_size?: number;
   hash_algo?: string;
   attention_dp_rank?: number;
+  /**
+   * Set by the router on a part of a cut event but its last (event_id -1): the id of the event
+   * it is a part of, so a part of an event already applied (e.g. through a snapshot) is skipped.
+   */
+  continues?: number;
 }
 
 /** Serializes events (or any value) to JSON, writing bigints as bare digits. */

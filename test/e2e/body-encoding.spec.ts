@@ -14,7 +14,7 @@ import { checkingSignatures, type SignatureCheck } from '../support/trtllm-signa
  * workers decode them with another msgpack library than the router's and check the header;
  * older workers refuse them as TensorRT-LLM's FastAPI workers do.
  */
-const QUIET_HEALTH = { startup_wait_s: 5, interval_s: 600, timeout_s: 1 };
+const QUIET_HEALTH = { startup_wait_s: 10, interval_s: 600, timeout_s: 5 };
 const PROMPT_IDS = [11, 12, 13, 14, 15, 16, 17];
 const body = { model: 'm', prompt: 'hello', max_tokens: 4 };
 

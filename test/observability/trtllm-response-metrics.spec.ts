@@ -65,11 +65,12 @@ describe('TensorRT-LLM per-response metrics (return_perf_metrics, perf_metrics_o
     expect(steps.filter((s) => s.startsWith('ctx-step-')).length).toBe(4);
     const chunks = items(res.headers.get('x-trtllm-ctx-chunk-metrics'), /^ctx-ctx-chunk-0-(forward|sample|gpu-forward|gpu-sample);dur=\d+\.\d{6}$/);
     expect(chunks).toHaveLength(4);
-    // The router's times come first and enclose the workers' (one steady clock, aligned).
+    // The router's times come first and enclose the workers' (one steady clock, aligned: the
+    // alignment's error is at most half the shortest exchange's round trip, a few ms on a busy host).
     const ts = Object.fromEntries(res.headers.get('x-trtllm-start-end-time')!.split(', ').map((i) => [i.split(';')[0], Number(i.split('=')[1])]));
     expect(ts['disagg-start']).toBeLessThanOrEqual(ts['disagg-end']);
-    expect(ts['disagg-start']).toBeLessThanOrEqual(ts['ctx-start'] + 0.005);
-    expect(ts['gen-end']).toBeLessThanOrEqual(ts['disagg-end'] + 0.005);
+    expect(ts['disagg-start']).toBeLessThanOrEqual(ts['ctx-start'] + 0.02);
+    expect(ts['gen-end']).toBeLessThanOrEqual(ts['disagg-end'] + 0.02);
     expect(res.json.choices).toBeDefined();
   });
 
@@ -123,7 +124,7 @@ describe('TensorRT-LLM per-response metrics (return_perf_metrics, perf_metrics_o
       expect(Object.keys(ctxPart.perf_metrics.timing_metrics)).toEqual(['arrival_time', 'last_token_time', 'first_scheduled_time', 'first_token_time']);
       const genPart = r.gen_perf_metrics as { perf_metrics: { timing_metrics: Record<string, number> } };
       // Two workers' clocks, aligned through /steady_clock_offset: equal within the alignment's error (half a round trip).
-      expect(genPart.perf_metrics.timing_metrics.arrival_time).toBeGreaterThanOrEqual(ctxPart.perf_metrics.timing_metrics.arrival_time - 0.005);
+      expect(genPart.perf_metrics.timing_metrics.arrival_time).toBeGreaterThanOrEqual(ctxPart.perf_metrics.timing_metrics.arrival_time - 0.02);
       expect(Number.isInteger(r.disagg_request_id)).toBe(true);
     }
   });

@@ -16,7 +16,7 @@ import { expectSettled } from './support/leaks';
  * error shape.
  */
 const body = { model: 'm', prompt: 'hello', max_tokens: 4 };
-const QUIET_HEALTH = { startup_wait_s: 5, interval_s: 600, timeout_s: 1 };
+const QUIET_HEALTH = { startup_wait_s: 10, interval_s: 600, timeout_s: 5 };
 
 function nested(depth: number): string {
   return `{"model":"m","prompt":"hi","extra":${'['.repeat(depth)}${']'.repeat(depth)}}`;
