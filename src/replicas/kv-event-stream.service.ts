@@ -3,6 +3,7 @@ import type { ConsumerMessages, JetStreamClient, JsMsg } from '@nats-io/jetstrea
 import { headers as natsHeaders, type MsgHdrs } from '@nats-io/nats-core';
 import { normalizeServerUrl } from '../config';
 import { KvEventApplier, parseKvEventsFast, type KvCacheEvent, type KvEventPublisher } from '../kv-cache';
+import { publishAcked } from './acked-publish';
 import { eventMessages } from './event-messages';
 import { ReplicaBus } from './replica-bus.service';
 import { partBytesFor } from './snapshot-parts';
@@ -31,6 +32,8 @@ export class KvEventStream implements KvEventPublisher, OnModuleDestroy {
   pending = 0;
   published = 0;
   received = 0;
+  /** Stream messages sent by this process: their ids let the stream drop a re-send. */
+  private sentMessages = 0;
   /** Workers polled while the bus was away: their events reached no other replica. */
   readonly unpublished = new Set<string>();
   /** Why the last drain that failed to publish failed. */
@@ -82,8 +85,10 @@ export class KvEventStream implements KvEventPublisher, OnModuleDestroy {
   /**
    * One drain, as many messages as the bus's max_payload asks, at most MAX_UNACKED of them
    * awaiting the stream's ack at a time: a large drain sent all at once made the last acks wait
-   * for the whole drain to be stored, past the client's timeout on a busy machine. A failure is
-   * logged once per drain and ends it (the owner's snapshot hands the worker's table over).
+   * for the whole drain to be stored, past the client's timeout on a busy machine. An ack that
+   * times out is waited for again by re-sending under the same message id (publishAcked). A
+   * failure, or a message stored out of order, is logged once per drain and ends it (the
+   * owner's snapshot hands the worker's table over).
    */
   private async send(js: JetStreamClient, url: string, events: readonly KvCacheEvent[], h: MsgHdrs, limit: number): Promise<void> {
     let failure: Error | undefined;
@@ -94,7 +99,14 @@ export class KvEventStream implements KvEventPublisher, OnModuleDestroy {
         if (acks.length >= MAX_UNACKED) await acks.shift();
         if (failure) break;
         this.published++;
-        acks.push(js.publish(this.bus.names.eventSubject, text, { headers: h }).catch((err: Error) => (failure ??= err)));
+        const msgID = `${this.bus.instanceId}.${++this.sentMessages}`;
+        const stored = publishAcked(js, this.bus.names.eventSubject, text, h, msgID).then(
+          ({ resentOutOfOrder }) => {
+            if (resentOutOfOrder) failure ??= new Error('a message was lost and stored again after later ones');
+          },
+          (err: Error) => (failure ??= err),
+        );
+        acks.push(stored);
       }
     } catch (err) {
       failure ??= err as Error;

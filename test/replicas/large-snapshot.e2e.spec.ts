@@ -57,5 +57,6 @@ describe('router replicas: a worker with a large KV cache', () => {
     expect(late.app.get(KvSnapshots).adopted).toBeGreaterThan(0);
     // From the snapshot, not the stream: it read fewer messages than the drain took.
     expect(late.app.get(KvEventStream).received).toBeLessThan(published);
-  });
+    // Room for every wait above, so a slow step fails by its own name.
+  }, 90_000);
 });

@@ -18,6 +18,8 @@ export interface NatsServer {
   stop(): Promise<void>;
   /** Starts it again on the same port with the same store. */
   start(): Promise<void>;
+  /** Stalls (SIGSTOP) or resumes (SIGCONT) it: connections stay open, nothing is answered meanwhile. */
+  freeze(frozen: boolean): Promise<void>;
   /** Stops it and removes its store. */
   close(): Promise<void>;
 }
@@ -33,7 +35,7 @@ export async function startNats(opts: { monitor?: boolean } = {}): Promise<NatsS
   const storeDir = mkdtempSync(join(tmpdir(), 'disagg-nats-'));
   const args = ['-a', '127.0.0.1', '-p', String(port), '-js', '-sd', join(storeDir, 'js'), '-l', join(storeDir, 'nats.log')];
   if (monitorPort) args.push('-m', String(monitorPort));
-  const { start, stop } = serverProcess({ name: `nats-server on port ${port}`, bin: NATS_BIN, args, logFile: join(storeDir, 'stdout.log'), answers: () => answers(port), pollMs: 25 });
+  const { start, stop, freeze } = serverProcess({ name: `nats-server on port ${port}`, bin: NATS_BIN, args, logFile: join(storeDir, 'stdout.log'), answers: () => answers(port), pollMs: 25 });
 
   await start();
   return {
@@ -43,7 +45,9 @@ export async function startNats(opts: { monitor?: boolean } = {}): Promise<NatsS
     monitorUrl: monitorPort ? `http://127.0.0.1:${monitorPort}` : undefined,
     stop,
     start,
+    freeze,
     close: async () => {
+      await freeze(false);
       await stop();
       rmSync(storeDir, { recursive: true, force: true });
     },

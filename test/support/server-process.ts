@@ -1,5 +1,5 @@
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { closeSync, existsSync, openSync } from 'node:fs';
+import { closeSync, existsSync, openSync, readdirSync, readFileSync } from 'node:fs';
 import { hasExited } from './child-exit';
 
 const installed = new Set<string>();
@@ -39,6 +39,11 @@ export interface ServerProcess {
   start(): Promise<void>;
   /** SIGKILL (no clean shutdown: an outage), resolved once it exited. */
   stop(): Promise<void>;
+  /**
+   * SIGSTOP / SIGCONT: the process keeps its sockets but answers nothing (a stalled server).
+   * Freezing resolves once every thread of it is stopped: the signal lands asynchronously.
+   */
+  freeze(frozen: boolean): Promise<void>;
 }
 
 export function serverProcess(spec: ServerProcessSpec): ServerProcess {
@@ -75,5 +80,26 @@ export function serverProcess(spec: ServerProcessSpec): ServerProcess {
     });
   };
 
-  return { start, stop };
+  const freeze = async (frozen: boolean): Promise<void> => {
+    const proc = child;
+    if (!proc?.pid || hasExited(proc)) return;
+    proc.kill(frozen ? 'SIGSTOP' : 'SIGCONT');
+    const deadline = Date.now() + 5_000;
+    while (frozen && !allThreadsStopped(proc.pid)) {
+      if (Date.now() > deadline) throw new Error(`${spec.name} did not stop within 5 s`);
+      await new Promise((r) => setTimeout(r, 5));
+    }
+  };
+
+  return { start, stop, freeze };
+}
+
+/** Linux: whether every thread of the process is in the stopped state (T in /proc/PID/task/TID/stat). */
+function allThreadsStopped(pid: number): boolean {
+  const tasks = readdirSync(`/proc/${pid}/task`);
+  // The state follows the parenthesised command name, which may itself hold spaces.
+  return tasks.every((tid) => {
+    const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) === 'T';
+  });
 }
