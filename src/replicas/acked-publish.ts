@@ -2,7 +2,7 @@ import type { JetStreamClient } from '@nats-io/jetstream';
 import { TimeoutError, type MsgHdrs } from '@nats-io/nats-core';
 
 /** Sends of one stream message whose ack did not come in time, at most. */
-export const PUBLISH_ATTEMPTS = 3;
+const PUBLISH_ATTEMPTS = 3;
 
 /** How one message reached the stream. */
 export interface AckedPublish {

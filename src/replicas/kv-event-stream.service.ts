@@ -32,8 +32,6 @@ export class KvEventStream implements KvEventPublisher, OnModuleDestroy {
   pending = 0;
   published = 0;
   received = 0;
-  /** Stream messages sent by this process: their ids let the stream drop a re-send. */
-  private sentMessages = 0;
   /** Workers polled while the bus was away: their events reached no other replica. */
   readonly unpublished = new Set<string>();
   /** Why the last drain that failed to publish failed. */
@@ -98,8 +96,8 @@ export class KvEventStream implements KvEventPublisher, OnModuleDestroy {
       for await (const text of eventMessages(events, limit)) {
         if (acks.length >= MAX_UNACKED) await acks.shift();
         if (failure) break;
-        this.published++;
-        const msgID = `${this.bus.instanceId}.${++this.sentMessages}`;
+        // The message's id (this process, its count of messages) lets the stream drop a re-send.
+        const msgID = `${this.bus.instanceId}.${++this.published}`;
         const stored = publishAcked(js, this.bus.names.eventSubject, text, h, msgID).then(
           ({ resentOutOfOrder }) => {
             if (resentOutOfOrder) failure ??= new Error('a message was lost and stored again after later ones');

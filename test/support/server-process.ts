@@ -100,6 +100,6 @@ function allThreadsStopped(pid: number): boolean {
   // The state follows the parenthesised command name, which may itself hold spaces.
   return tasks.every((tid) => {
     const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
-    return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) === 'T';
+    return stat[stat.lastIndexOf(')') + 2] === 'T';
   });
 }
