@@ -1,7 +1,7 @@
 import { beforeAll, describe, expect, it } from '@jest/globals';
-import { steadyNowSeconds } from '../../src/observability/perf/steady-clock';
-import { postJson, waitFor } from '../support/router-app';
+import { postJson } from '../support/router-app';
 import { useRouterCluster } from '../support/router-cluster';
+import { skewWorkerClocks, waitForAlignedClocks } from '../support/worker-clocks';
 
 interface Timing { arrival_time: number; first_token_time: number; last_token_time: number }
 interface WorkerEntry { ctx_request_id: number; perf_metrics: { timing_metrics: Timing } }
@@ -22,26 +22,14 @@ describe("GET /perf_metrics in TensorRT-LLM's format", () => {
   const cluster = useRouterCluster({
     sim: { context: 1, generation: 1, latency: 'zero' },
     // Workers whose steady clocks are far off: only the router's alignment brings them in line.
-    beforeRouter: async (cluster) => {
-      for (const url of [...cluster.sim.contextUrls, ...cluster.sim.generationUrls]) {
-        const res = await postJson(`${url}/steady_clock_offset`, { offset: SKEW_S });
-        expect(res.status).toBe(200);
-      }
-    },
+    beforeRouter: (cluster) => skewWorkerClocks([...cluster.sim.contextUrls, ...cluster.sim.generationUrls], SKEW_S),
     config: (cluster) => ({
       perf_metrics_max_requests: 10,
       context_servers: { urls: cluster.sim.contextUrls },
       generation_servers: { urls: cluster.sim.generationUrls },
     }),
   });
-  beforeAll(async () => {
-    // The router aligns each worker once it is ready; wait until both report the router's time.
-    const aligned = async (url: string): Promise<boolean> => {
-      const { receive_ts } = (await (await fetch(`${url}/steady_clock_offset`)).json()) as { receive_ts: number };
-      return Math.abs(receive_ts - steadyNowSeconds()) < SKEW_S / 2;
-    };
-    await waitFor(async () => (await aligned(cluster.sim.contextUrls[0])) && (await aligned(cluster.sim.generationUrls[0])), 10_000, 'clocks aligned');
-  });
+  beforeAll(() => waitForAlignedClocks([...cluster.sim.contextUrls, ...cluster.sim.generationUrls], SKEW_S));
 
   it('joins the workers metrics by ctx_request_id, on clocks aligned with the router', async () => {
     for (let i = 0; i < 3; i++) {

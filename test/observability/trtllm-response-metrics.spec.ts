@@ -6,9 +6,11 @@ import { JSONL_QUEUE_SIZE, PerfMetricsJsonl } from '../../src/observability/perf
 import { postJson, waitFor } from '../support/router-app';
 import { useRouterCluster } from '../support/router-cluster';
 import { postStream } from '../support/sse';
+import { skewWorkerClocks, waitForAlignedClocks } from '../support/worker-clocks';
 
 const ASK = { 'X-TRTLLM-return-metrics': '1' };
 const HEADERS = ['server-timing', 'x-trtllm-start-end-time', 'x-trtllm-step-metrics', 'x-trtllm-ctx-chunk-metrics'] as const;
+const SKEW_S = 1000;
 const FILE_NAME = /^perf_metrics-disagg-.+-\d+-\d{8}T\d{6}Z(\.\d+)?\.jsonl$/;
 
 /** The items of one metrics header, each checked against its format. */
@@ -41,6 +43,8 @@ describe('TensorRT-LLM per-response metrics (return_perf_metrics, perf_metrics_o
   const cluster = useRouterCluster({
     // Generation answers one token every 2 ms: a stream comes in several chunks.
     sim: { context: 1, generation: 1, latency: { prefillMsPerToken: 0, decodeMsPerToken: 2, maxBatchSize: 0, overheadMs: 0 } },
+    // Clocks far off until the router aligns them: the times below hold only once it has.
+    beforeRouter: (cluster) => skewWorkerClocks([...cluster.sim.contextUrls, ...cluster.sim.generationUrls], SKEW_S),
     config: (cluster) => ({
       return_perf_metrics: true,
       perf_metrics_output_dir: dir,
@@ -49,7 +53,8 @@ describe('TensorRT-LLM per-response metrics (return_perf_metrics, perf_metrics_o
     }),
   });
   let recordsBefore = 0;
-  beforeAll(() => {
+  beforeAll(async () => {
+    await waitForAlignedClocks([...cluster.sim.contextUrls, ...cluster.sim.generationUrls], SKEW_S);
     recordsBefore = jsonlRecords(dir).length;
   });
 
