@@ -8,12 +8,13 @@ import { hasNginx, startNginx } from './lib/nginx';
 import { cpuFromOutsideUs, hasTaskset, LOAD_CPU, PROXY_CPU, startProc, type BenchProc } from './lib/procs';
 import { CHAT_WORKLOAD } from './lib/chat-workload';
 import { markdownTable, median, type PointResult, type RowResult } from './lib/report';
+import { summarizeAllocations } from './lib/allocprofile';
 import { summarizeProfile } from './lib/cpuprofile';
 import { TRANSPORTS } from './lib/transports';
 
 /**
  * `npm run bench [-- --only=main,latency,platform,transport,ablation,tracing,perf,encoding,messages --seconds=4 --rounds=2
- * --connections=32 --rate=1000 --warmup=8 --driver=autocannon --profile[=boot] --profile-targets=router-rr,bare
+ * --connections=32 --rate=1000 --warmup=8 --driver=autocannon --profile[=boot|alloc] --profile-targets=router-rr,bare
  * --ab=GIT_REF --upstream=sim --rows=2k,stream]`
  *
  * Every figure is compared within one run: rows of a table are measured alternating (the
@@ -38,6 +39,8 @@ const CONNS = Number(args.get('connections') ?? 32);
 const PACED_RATE = Number(args.get('rate') ?? 1000);
 const ONLY = new Set((args.get('only') ?? 'main,latency,platform,transport').split(','));
 const PROFILE = args.has('profile');
+/** `--profile=alloc`: where the measured window's bytes are allocated instead of where its time goes. */
+const PROFILE_MODE = args.get('profile') === 'alloc' ? 'alloc' : 'cpu';
 /** `--rows=2k,now$`: only the rows whose name contains one of these (`$`: ends with it), a quick look at one path. */
 const ROW_FILTER = args.get('rows')?.split(',');
 
@@ -99,6 +102,7 @@ function routerConfig(up: BenchProc, policy: string, traced = false, routerArgs:
 
 const upstreamArgs = (up: BenchProc): string[] => [`--ctx=http://127.0.0.1:${up.ports[0]}`, `--gen=http://127.0.0.1:${up.ports[1]}`];
 const profileDir = join(outDir, 'profiles');
+const profileFile = (row: string): string => join(profileDir, `${row.replace(/[^\w]+/g, '-')}.${PROFILE_MODE === 'alloc' ? 'heapprofile' : 'cpuprofile'}`);
 const profileArgs = (name: string): string[] => (args.get('profile') === 'boot' ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`, `--cpu-prof-name=${name}.cpuprofile`] : []);
 
 const starters: Record<string, Starter> = {
@@ -293,8 +297,9 @@ function tables(): TableDef[] {
     const seen = new Set<string>();
     const rows = all.flatMap((t) => t.rows).filter((r) => {
       const key = `${r.target} ${r.body === streamed}`;
-      // The 2k-token rows are profiled only for the KV-aware policy, which needs them.
-      if (!wanted.includes(r.target) || (r.body === tokens2k) !== (r.target === 'router-kv') || r.connections !== CONNS || seen.has(key)) return false;
+      // Rows --rows names; else the 2k-token rows only for the KV-aware policy, which needs them.
+      const picked = ROW_FILTER ? rowMatches(r.row) : (r.body === tokens2k) === (r.target === 'router-kv');
+      if (!wanted.includes(r.target) || !picked || r.connections !== CONNS || seen.has(key)) return false;
       seen.add(key);
       return true;
     });
@@ -302,7 +307,11 @@ function tables(): TableDef[] {
   }
   const picked = all.filter((t) => ONLY.has(t.name));
   if (!ROW_FILTER) return picked;
-  return picked.map((t) => ({ ...t, rows: t.rows.filter((r) => ROW_FILTER.some((f) => (f.endsWith('$') ? r.row.endsWith(f.slice(0, -1)) : r.row.includes(f)))) })).filter((t) => t.rows.length);
+  return picked.map((t) => ({ ...t, rows: t.rows.filter((r) => rowMatches(r.row)) })).filter((t) => t.rows.length);
+}
+
+function rowMatches(row: string): boolean {
+  return ROW_FILTER!.some((f) => (f.endsWith('$') ? row.endsWith(f.slice(0, -1)) : row.includes(f)));
 }
 
 let chatSeed = 1000;
@@ -347,13 +356,13 @@ async function measure(def: RowDef, url: string, target: BenchProc | undefined, 
   await runLoad(driver, { ...load, ...chatLoad(def), rate: undefined, seconds: warmed.has(target) ? WARMUP_S : FIRST_WARMUP_S }, ctx);
   warmed.add(target);
   const profiling = PROFILE && args.get('profile') !== 'boot' && target?.profileStart !== undefined;
-  if (profiling) target!.profileStart!();
+  if (profiling) target!.profileStart!(PROFILE_MODE);
   const port = target?.ports[0];
   const [cacheBefore, cpuBefore, upBefore] = await Promise.all([chat && port ? tokenizerCache(port) : undefined, cpuOf(target), up.stats()]);
   // Chat rows run their whole workload (the same mix of turns for every row), time only as a bound.
   const r = await runLoad(driver, { ...load, ...chatLoad(def), seconds: chat ? 180 : SECONDS }, ctx);
   const [cacheAfter, cpuAfter, upAfter, after] = await Promise.all([chat && port ? tokenizerCache(port) : undefined, cpuOf(target), up.stats(), target?.stats()]);
-  if (profiling) await target!.profileStop!(join(profileDir, `${def.row.replace(/[^\w]+/g, '-')}.cpuprofile`));
+  if (profiling) await target!.profileStop!(profileFile(def.row));
   const upCpu = upAfter.cpuUserUs + upAfter.cpuSystemUs - upBefore.cpuUserUs - upBefore.cpuSystemUs;
   const hit = cacheAfter && cacheBefore ? cacheAfter.hit - cacheBefore.hit : 0;
   const miss = cacheAfter && cacheBefore ? cacheAfter.miss - cacheBefore.miss : 0;
@@ -480,8 +489,12 @@ async function main(): Promise<void> {
   if (goals.length) md.push('### Targets', '', ...goals, '');
   if (PROFILE) {
     for (const r of all) {
-      const file = join(profileDir, args.get('profile') === 'boot' ? 'router-rr.cpuprofile' : `${r.row.replace(/[^\w]+/g, '-')}.cpuprofile`);
-      md.push(`### Profile: ${r.row}`, '', '```', summarizeProfile(file, Number(args.get('top') ?? 30)), '```', '');
+      const top = Number(args.get('top') ?? 30);
+      const summary =
+        PROFILE_MODE === 'alloc'
+          ? summarizeAllocations(profileFile(r.row), r.rounds.at(-1)?.requests ?? 0, top)
+          : summarizeProfile(args.get('profile') === 'boot' ? join(profileDir, 'router-rr.cpuprofile') : profileFile(r.row), top);
+      md.push(`### Profile: ${r.row}`, '', '```', summary, '```', '');
     }
   }
   const stamp = started.toISOString().replace(/[:.]/g, '-');

@@ -16,25 +16,38 @@ export type ChildMessage =
   | { type: 'stats'; stats: ProcStats }
   | { type: 'profiled'; file: string }
   | { type: 'error'; message: string };
-export type ParentMessage = { type: 'stats' } | { type: 'stop' } | { type: 'profile-start' } | { type: 'profile-stop'; file: string };
+/** `cpu`: where the time goes; `alloc`: where the bytes the collector later sweeps are allocated. */
+export type ProfileMode = 'cpu' | 'alloc';
+export type ParentMessage = { type: 'stats' } | { type: 'stop' } | { type: 'profile-start'; mode: ProfileMode } | { type: 'profile-stop'; file: string };
+
+/** Bytes between two allocation samples: fine enough for a few seconds of requests. */
+const ALLOC_SAMPLING_BYTES = 8 * 1024;
 
 /**
- * The V8 CPU profiler (as `node --cpu-prof`), started and stopped around the measured window
- * only, so boot and warm-up do not dilute the figures.
+ * The V8 CPU profiler (as `node --cpu-prof`), or its sampling heap profiler counting objects
+ * collected since (every allocation, not only what survives), started and stopped around the
+ * measured window only, so boot and warm-up do not dilute the figures.
  */
-let profiler: Session | undefined;
+let profiler: { session: Session; mode: ProfileMode } | undefined;
 function profileCommand(m: ParentMessage, send: (m: ChildMessage) => void): void {
   if (m.type === 'profile-start') {
-    profiler = new Session();
-    profiler.connect();
-    profiler.post('Profiler.enable', () => profiler!.post('Profiler.start'));
+    const session = new Session();
+    session.connect();
+    profiler = { session, mode: m.mode };
+    if (m.mode === 'cpu') session.post('Profiler.enable', () => session.post('Profiler.start'));
+    else {
+      const sampling = { samplingInterval: ALLOC_SAMPLING_BYTES, includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: true };
+      session.post('HeapProfiler.enable', () => session.post('HeapProfiler.startSampling', sampling));
+    }
   } else if (m.type === 'profile-stop' && profiler) {
-    const session = profiler;
-    session.post('Profiler.stop', (err, result) => {
-      if (!err) writeFileSync(m.file, JSON.stringify(result.profile));
+    const { session, mode } = profiler;
+    const done = (err: Error | null, profile: unknown): void => {
+      if (!err) writeFileSync(m.file, JSON.stringify(profile));
       session.disconnect();
       send({ type: 'profiled', file: m.file });
-    });
+    };
+    if (mode === 'cpu') session.post('Profiler.stop', (err, result) => done(err, result?.profile));
+    else session.post('HeapProfiler.stopSampling', (err, result) => done(err, result?.profile));
   }
 }
 

@@ -1,7 +1,7 @@
 import { execFileSync, fork, type ChildProcess } from 'node:child_process';
 import { openSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { ChildMessage, ParentMessage, ProcStats } from './proc-child';
+import type { ChildMessage, ParentMessage, ProcStats, ProfileMode } from './proc-child';
 import { hasExited } from '../../support/child-exit';
 
 /** CPU sets: the measured proxy alone on cpu0, load driver and upstreams on cpu1. */
@@ -36,7 +36,7 @@ export interface BenchProc {
   ports: number[];
   stats(): Promise<ProcStats>;
   stop(): Promise<void>;
-  profileStart?(): void;
+  profileStart?(mode: ProfileMode): void;
   profileStop?(file: string): Promise<void>;
 }
 
@@ -94,7 +94,7 @@ export async function startProc(o: StartOptions): Promise<BenchProc> {
         child.on('message', on);
         send({ type: 'stats' });
       }),
-    profileStart: () => send({ type: 'profile-start' }),
+    profileStart: (mode) => send({ type: 'profile-start', mode }),
     profileStop: (file) =>
       new Promise<void>((resolve) => {
         const on = (m: ChildMessage): void => {
