@@ -5,6 +5,7 @@ import { KvCacheAwareRouter, kvCacheAwareArgs } from '../../src/routing';
 import { ServerState } from '../../src/servers';
 import { startSimCluster, type SimCluster } from '../../src/simulator';
 import { postJson, startRouter, waitFor, type RunningRouter } from '../support/router-app';
+import { admin, TOKEN } from '../admin/admin-support';
 import { kvRoom, request, tokens } from './support/policy-harness';
 import { allIdle, confirmsPrefix, holdsPrefix, served, stateOf, totalServed } from './support/sim-helpers';
 
@@ -51,6 +52,29 @@ describe('kv_cache_aware against simulated workers', () => {
     expect(totalServed(w0)).toBe(4);
     expect(totalServed(w1)).toBe(0);
     await waitFor(() => allIdle(router!.app), 10_000, 'load back to zero');
+  });
+
+  it("keeps each chat conversation on one server and shows its pins in the admin view", async () => {
+    router = await startRouter({ generation_servers: { urls: cluster.generationUrls, router: kvRouter() }, admin: { token: TOKEN } });
+    const before = cluster.generationWorkers.map(totalServed);
+    // A system prompt past the 256 leading ids every turn's key folds in.
+    const system = { role: 'system', content: 'Answer in one short sentence, please. '.repeat(8) };
+    const homes: number[][] = [[], []];
+    for (let turn = 0; turn < 3; turn++) {
+      for (const c of [0, 1]) {
+        await waitFor(() => allIdle(router!.app), 10_000, 'idle');
+        const counts = cluster.generationWorkers.map(totalServed);
+        const messages = [system, { role: 'user', content: `conversation ${c} opens` }, ...Array.from({ length: turn }, (_, t) => ({ role: 'user', content: `turn ${t}` }))];
+        const res = await postJson(`${router.url}/v1/chat/completions`, { model: 'm', messages, max_tokens: 2 });
+        expect(res.status).toBe(200);
+        homes[c].push(cluster.generationWorkers.findIndex((w, i) => totalServed(w) > counts[i]));
+      }
+    }
+    for (const h of homes) expect(new Set(h).size).toBe(1);
+    expect(cluster.generationWorkers.map(totalServed).reduce((a, b) => a + b) - before.reduce((a, b) => a + b)).toBe(6);
+    const view = await admin(router.url, 'GET', 'routers/generation');
+    expect(view.status).toBe(200);
+    expect(view.body.state).toMatchObject({ score: 'blocks', conversation_pins: 2 });
   });
 
   it('moves a prefix away once the server evicts it (periodic polling, removed events)', async () => {

@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it } from '@jest/globals';
 import { blockHashChain } from '../../src/kv-cache/block-hash';
 import { KvCacheAwareRouter, NoServerAvailableError } from '../../src/routing';
+import { kvCacheAwareArgs } from '../../src/routing/policies/kv-cache-aware.policy';
 import { getTokenizer } from '../../src/tokenizer';
 import { cacheBlocks, kvRoom, makeRouter, request, servers, tokens } from './support/policy-harness';
 
@@ -13,7 +14,7 @@ describe('kv_cache_aware scoring', () => {
     const r = makeRouter(
       new KvCacheAwareRouter(kvRoom().poller),
       'kv_cache_aware',
-      { use_tokens: false, max_batch_size: 4, tokens_per_block: TPB, tokenizer: 'bytes', tokenizer_threads: 0, backfill_block_hashes_on_finish: false, kv_events_poll_interval_s: 0, kv_events_timeout_s: 1, ...args },
+      kvCacheAwareArgs.parse({ max_batch_size: 4, tokens_per_block: TPB, tokenizer: 'bytes', tokenizer_threads: 0, kv_events_timeout_s: 1, ...args }),
       s,
     );
     routers.push(r);
@@ -51,8 +52,22 @@ describe('kv_cache_aware scoring', () => {
     expect(info.matches).toEqual([0, 4]);
   });
 
-  it('weighs the match against load: matched/padded - active/max_batch_size', async () => {
+  it('weighs the match against load: matched blocks - load_weight * active (0.25 by default)', async () => {
     const { s, r } = make({}, 2);
+    const prompt = tokens(17);
+    cacheBlocks(s[0], prompt, TPB, 2); // 2 blocks
+    s[0].activeRequests = 9; // 2 - 9/4 = -0.25 < 0 - 0
+    expect((await r.getNextServer(request({ prompt }))).server.url).toBe(s[1].url);
+    s[0].activeRequests = 7; // 2 - 7/4 = 0.25 > 0 - 1/4 (s[1] now holds one)
+    expect((await r.getNextServer(request({ prompt }))).server.url).toBe(s[0].url);
+    const weighted = make({ load_weight: 1 }, 2);
+    cacheBlocks(weighted.s[0], prompt, TPB, 2);
+    weighted.s[0].activeRequests = 3; // 2 - 3 < 0
+    expect((await weighted.r.getNextServer(request({ prompt }))).server.url).toBe(weighted.s[1].url);
+  });
+
+  it('with score ratio, as releases before load_weight: matched/padded - active/max_batch_size', async () => {
+    const { s, r } = make({ score: 'ratio' }, 2);
     const prompt = tokens(17);
     cacheBlocks(s[0], prompt, TPB, 2); // 8/16 = 0.5
     s[0].activeRequests = 3; // 0.5 - 3/4 = -0.25 < 0 - 0/4
@@ -70,6 +85,35 @@ describe('kv_cache_aware scoring', () => {
       await r.finishRequest(q);
     }
     expect(picks).toEqual([s[0].url, s[1].url, s[2].url, s[0].url]);
+  });
+
+  it("keeps a chat's later turns on its conversation's server while it is under load_cap", async () => {
+    const { s, r } = make({ load_cap: 1 }, 2);
+    // Longer than the 256 leading ids the key folds in, as a real system prompt: every turn repeats them.
+    const system = { role: 'system', content: 'you are terse. '.repeat(20) };
+    const turn = (n: number, question = 'first question') =>
+      request({ messages: [system, { role: 'user', content: question }, ...Array.from({ length: n }, (_, i) => ({ role: 'user', content: `more ${i}` }))] }, 'chat');
+    const first = await r.getNextServer(turn(0));
+    const home = first.server;
+    const other = s.find((x) => x !== home)!;
+    // The score alone would now pick the other server: it holds the whole prompt, home is busy.
+    cacheBlocks(other, getTokenizer('bytes').encodeChat(turn(1).body.messages as never), TPB);
+    home.activeRequests = 3;
+    expect((await r.getNextServer(turn(1))).server).toBe(home);
+    // Another conversation (another first question) is scored as usual.
+    expect((await r.getNextServer(turn(1, 'second question'))).server).toBe(other);
+    // At the load cap (4 in flight of max_batch_size 4), the pin gives way and moves.
+    home.activeRequests = 4;
+    expect((await r.getNextServer(turn(2))).server).toBe(other);
+    home.activeRequests = 0;
+    expect((await r.getNextServer(turn(3))).server).toBe(other);
+    expect(r.snapshot()).toMatchObject({ conversation_pins: 2 });
+    // Off, as releases before it: the score decides every turn.
+    const off = make({ conversation_affinity: false }, 2);
+    const a = await off.r.getNextServer(turn(0));
+    const elsewhere = off.s.find((x) => x !== a.server)!;
+    cacheBlocks(elsewhere, getTokenizer('bytes').encodeChat(turn(1).body.messages as never), TPB);
+    expect((await off.r.getNextServer(turn(1))).server).toBe(elsewhere);
   });
 
   it('never picks an excluded server, even with the best match, and fails when none is left', async () => {

@@ -21,14 +21,17 @@ describe('kv_cache_aware: routed-block tracking, load_weight, load_cap, adopted 
     await Promise.all(routers.splice(0).map((r) => r.close()));
   });
 
-  it('has TensorRT-LLM defaults: tracking on, no load_weight, no cap, no block size', () => {
+  it("has the newest TensorRT-LLM's defaults: tracking on, load_weight 0.25 on the blocks score, conversation affinity, no cap, no block size", () => {
     const args = kvCacheAwareArgs.parse({});
     expect(args.track_routed_blocks).toBe(true);
-    expect(args.load_weight).toBeUndefined();
+    expect(args.load_weight).toBe(0.25);
+    expect(args.score).toBe('blocks');
+    expect(args.conversation_affinity).toBe(true);
     expect(args.load_cap).toBeUndefined();
     expect(args.tokens_per_block).toBeUndefined();
     expect(() => kvCacheAwareArgs.parse({ load_cap: 0 })).toThrow();
     expect(() => kvCacheAwareArgs.parse({ load_weight: -1 })).toThrow();
+    expect(() => kvCacheAwareArgs.parse({ score: 'tokens' })).toThrow();
   });
 
   it('records a finished prompt on its server at once: the same prompt follows it', async () => {

@@ -8,6 +8,7 @@ import { BaseRouter } from '../base-router';
 import type { GetNextServerOptions, RouteResult, RoutingKeyConfig, RoutingRequest } from '../router.interface';
 import { ROUTED_BLOCKS_SINK, type RoutedBlocksSink } from '../routed-blocks-sink';
 import { RoutingPolicy } from '../routing-policy.decorator';
+import { conversationKeyOf, ConversationPins } from './conversation-pins';
 import { LeastLoadedPicker } from './least-loaded';
 import { tokenizerArgs } from './policy-args';
 
@@ -23,8 +24,15 @@ export const kvCacheAwareArgs = z.strictObject({
   track_routed_blocks: z.boolean().default(true),
   /** Recorded blocks no event confirmed are forgotten after this long. */
   routed_blocks_ttl_s: z.number().positive().default(60),
-  /** Set: score = matched blocks - load_weight * requests in flight. Unset: the ratio score below. */
-  load_weight: z.number().nonnegative().optional(),
+  /** score `blocks`: matched blocks - load_weight * requests in flight (TensorRT-LLM's default 0.25). */
+  load_weight: z.number().nonnegative().default(0.25),
+  /**
+   * `blocks`: TensorRT-LLM's score since its router took load_weight; `ratio`: the score of the
+   * releases before, matched / padded prompt tokens - requests in flight / max_batch_size.
+   */
+  score: z.enum(['blocks', 'ratio']).default('blocks'),
+  /** A chat's later turns go to the server its conversation was routed to while it is under load_cap (TensorRT-LLM since 39ff08ab). */
+  conversation_affinity: z.boolean().default(true),
   /** Servers with requests in flight / max_batch_size at or above this are skipped (unless all are). */
   load_cap: z.number().positive().optional(),
   /** Record the routed prompt's blocks as cached for good (for workers that publish no events). */
@@ -41,11 +49,12 @@ interface Routed {
 }
 
 /**
- * TensorRT-LLM's KvCacheAwareRouter. Each server scores
- * `matched_tokens / padded_prompt_tokens - active_requests / max_batch_size` (or, with
- * `load_weight`, `matched_blocks - load_weight * active_requests`), where matched tokens are
- * the leading prompt blocks found in that server's block table; servers over `load_cap` are
- * skipped, the highest score wins, ties go round robin. The table holds what the server's KV
+ * TensorRT-LLM's KvCacheAwareRouter (docs/protocol.md "KV-aware scoring"). Each server scores
+ * `matched_blocks - load_weight * active_requests` (with `score: ratio`, as releases before
+ * load_weight: `matched_tokens / padded_prompt_tokens - active_requests / max_batch_size`),
+ * where matched blocks are the leading prompt blocks found in that server's block table;
+ * servers over `load_cap` are skipped; a chat whose conversation was routed before goes to that
+ * server again while it is still eligible; else the highest score wins, ties round robin. The table holds what the server's KV
  * cache events say plus, with `track_routed_blocks`, the blocks of prompts it just answered,
  * recorded synchronously when the request finishes so the very next request can follow them.
  * Finishing a request then polls that server's `/kv_cache_events` (the KV room's poller).
@@ -55,6 +64,7 @@ export class KvCacheAwareRouter extends BaseRouter<KvCacheAwareArgs> {
   private readonly logger = new Logger(KvCacheAwareRouter.name);
   private readonly picker = new LeastLoadedPicker();
   private readonly routed = new Map<string, Routed>();
+  private readonly pins = new ConversationPins();
   private readonly warned = new Set<string>();
   private tokenizer!: PromptTokenizer;
   private blockSize!: TokensPerBlock;
@@ -121,10 +131,10 @@ export class KvCacheAwareRouter extends BaseRouter<KvCacheAwareArgs> {
       scores.push(this.score(server, matched, hashes ?? [], tpb));
     }
     const eligible = this.underLoadCap(candidates);
-    let best = -Infinity;
-    for (const i of eligible) if (scores[i] > best) best = scores[i];
-    const winner = this.picker.tieBreak(eligible.filter((i) => scores[i] === best));
+    const conversation = this.args.conversation_affinity ? conversationKeyOf(request.body, tokenLists.length === 1 ? tokenLists[0] : undefined) : undefined;
+    const winner = this.pinnedIndex(conversation, candidates, eligible) ?? this.bestIndex(eligible, scores);
     const server = candidates[winner];
+    if (conversation !== undefined) this.pins.pin(conversation, server.id);
     const algo = server.kvHashAlgo;
     const hashes = byAlgo.get(algo) ?? [];
     let promptTokens = 0;
@@ -145,8 +155,25 @@ export class KvCacheAwareRouter extends BaseRouter<KvCacheAwareArgs> {
 
   private score(server: ServerState, matchedTokens: number, hashes: readonly BlockKey[][], tpb: number): number {
     const load = server.clusterActiveRequests;
-    if (this.args.load_weight === undefined) return matchedTokens / paddedTokens(hashes, tpb) - load / this.args.max_batch_size;
+    if (this.args.score === 'ratio') return matchedTokens / paddedTokens(hashes, tpb) - load / this.args.max_batch_size;
     return matchedTokens / tpb - this.args.load_weight * load;
+  }
+
+  /** The conversation's server when it is still eligible; the tie-break counter advances as on any pick. */
+  private pinnedIndex(conversation: string | undefined, candidates: readonly ServerState[], eligible: readonly number[]): number | undefined {
+    const id = conversation === undefined ? undefined : this.pins.serverOf(conversation);
+    if (id === undefined) return undefined;
+    const at = candidates.findIndex((s) => s.id === id);
+    if (at < 0 || !eligible.includes(at)) return undefined;
+    this.picker.advance();
+    return at;
+  }
+
+  /** The highest score among the eligible, ties round robin. */
+  private bestIndex(eligible: readonly number[], scores: readonly number[]): number {
+    let best = -Infinity;
+    for (const i of eligible) if (scores[i] > best) best = scores[i];
+    return this.picker.tieBreak(eligible.filter((i) => scores[i] === best));
   }
 
   /** Indices of the candidates under load_cap; all of them when none is (or no cap is set). */
@@ -214,6 +241,8 @@ export class KvCacheAwareRouter extends BaseRouter<KvCacheAwareArgs> {
     return {
       tokens_per_block: this.tokensPerBlock,
       tokens_per_block_source: this.blockSize.source,
+      score: this.args.score,
+      conversation_pins: this.pins.size,
       kv_tables: Object.fromEntries(
         this.servers.map((s) => [
           s.id,

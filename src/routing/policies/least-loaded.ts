@@ -18,6 +18,11 @@ export class LeastLoadedPicker {
     return this.tieBreak(tied);
   }
 
+  /** A pick made without a tie to break still moves the rotation on, as TensorRT-LLM's counter. */
+  advance(): void {
+    this.counter++;
+  }
+
   /** Round robin among equally good choices. */
   tieBreak<T>(tied: readonly T[]): T {
     const chosen = tied[this.counter % tied.length];

@@ -1,0 +1,63 @@
+import { createHash } from 'node:crypto';
+
+/** Conversations whose server is remembered, least recently routed dropped first (TensorRT-LLM's bound). */
+export const CONVERSATION_PIN_CAPACITY = 50_000;
+/** Leading prompt token ids folded into the key, so chats sent as ids (placeholder content) still key apart. */
+export const PIN_KEY_TOKEN_PREFIX = 256;
+/** Messages whose content keys a conversation: the system prompt and the first question, as TensorRT-LLM. */
+const KEY_MESSAGES = 2;
+/** Characters of a content hashed, at most (with its length): a 16 MB message costs the event loop no more than a long prompt. */
+const KEY_CONTENT_CHARS = 1 << 20;
+
+/**
+ * The conversation a chat belongs to, without an id from the client (docs/protocol.md "KV-aware
+ * scoring"): the content of its first two messages and its first 256 prompt token ids, which every
+ * later turn repeats. A digest, so a long system prompt costs the table 44 bytes. Undefined for a
+ * body without messages (completions), which is never pinned.
+ */
+export function conversationKeyOf(body: Readonly<Record<string, unknown>>, tokenIds: readonly number[] | undefined): string | undefined {
+  const messages = body.messages;
+  if (!Array.isArray(messages) || messages.length === 0) return undefined;
+  const hash = createHash('sha256');
+  for (const message of messages.slice(0, KEY_MESSAGES)) {
+    const content = typeof message === 'object' && message !== null ? (message as Record<string, unknown>).content : undefined;
+    const text = typeof content === 'string' ? content : (JSON.stringify(content ?? null) ?? '');
+    // The length closes each content: "ab" + "c" never keys as "a" + "bc".
+    hash.update(text.length > KEY_CONTENT_CHARS ? text.slice(0, KEY_CONTENT_CHARS) : text).update(`\u0000${text.length}\u0000`);
+  }
+  if (tokenIds?.length) hash.update(tokenIds.slice(0, PIN_KEY_TOKEN_PREFIX).join(','));
+  return hash.digest('base64');
+}
+
+/**
+ * Which server each conversation was last routed to, bounded in count: the KV-aware policy
+ * sends a conversation's next turn there while that server is a candidate under its load cap,
+ * so a worker that evicted some of its blocks does not scatter the conversation.
+ */
+export class ConversationPins {
+  private readonly pins = new Map<string, string>();
+
+  constructor(private readonly capacity = CONVERSATION_PIN_CAPACITY) {}
+
+  get size(): number {
+    return this.pins.size;
+  }
+
+  /** The server id the conversation was last routed to. */
+  serverOf(key: string): string | undefined {
+    return this.pins.get(key);
+  }
+
+  /** Records the route, the conversation becoming the most recent. */
+  pin(key: string, serverId: string): void {
+    this.pins.delete(key);
+    this.pins.set(key, serverId);
+    if (this.pins.size <= this.capacity) return;
+    const oldest = this.pins.keys().next().value;
+    if (oldest !== undefined) this.pins.delete(oldest);
+  }
+
+  clear(): void {
+    this.pins.clear();
+  }
+}
