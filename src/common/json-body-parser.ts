@@ -1,5 +1,6 @@
 import type { FastifyBodyParser, FastifyInstance } from 'fastify';
-import { cutIdList, ID_CUT_VALUE, MIN_SPLICED_IDS, PROMPT_ID_MEMBERS, rememberIdListText } from './id-list-text';
+import { scanIdList } from './id-list-bytes';
+import { ID_CUT_MARK, ID_CUT_VALUE, MIN_SPLICED_IDS, PROMPT_ID_MEMBERS, rememberIdListText } from './id-list-text';
 
 /** A body shorter than this cannot hold an id list worth keeping as text. */
 const MIN_ID_BODY_CHARS = MIN_SPLICED_IDS * 2;
@@ -18,38 +19,44 @@ export function jsonBodyParser(fastify: FastifyInstance): FastifyBodyParser<Buff
   const { onProtoPoisoning, onConstructorPoisoning } = fastify.initialConfig;
   const checked = fastify.getDefaultJsonParser(onProtoPoisoning ?? 'error', onConstructorPoisoning ?? 'error');
   return (req, body, done) => {
-    const text = body.toString();
-    if (text.indexOf('\\u') < 0 && text.indexOf('__proto__') < 0 && text.indexOf('constructor') < 0) {
+    // The three keys are ASCII: looked for in the bytes as in the text.
+    if (body.indexOf('\\u') < 0 && body.indexOf('__proto__') < 0 && body.indexOf('constructor') < 0) {
       let parsed: unknown;
       try {
-        parsed = parseKeepingIdText(text);
+        parsed = parseKeepingIdText(body);
       } catch {
-        return checked(req, text, done);
+        return checked(req, body.toString(), done);
       }
       return done(null, parsed);
     }
-    checked(req, text, done);
+    checked(req, body.toString(), done);
   };
 }
 
-/** JSON.parse, with the top-level prompt id list remembered as its text. */
-function parseKeepingIdText(text: string): unknown {
-  if (text.length < MIN_ID_BODY_CHARS) return JSON.parse(text);
+/**
+ * JSON.parse, with the top-level prompt id list read from the bytes and remembered as its
+ * text: the rest of the body, the list cut out and a mark in its place, is all JSON.parse sees.
+ */
+function parseKeepingIdText(body: Buffer): unknown {
+  if (body.length < MIN_ID_BODY_CHARS) return JSON.parse(body.toString());
   for (const member of PROMPT_ID_MEMBERS) {
-    const cut = cutIdList(text, member);
-    if (!cut) continue;
+    const key = `"${member}":`;
+    const at = body.indexOf(key);
+    if (at < 0) continue;
+    const list = scanIdList(body, at + key.length);
+    if (!list) continue;
     let rest: unknown;
     try {
-      rest = JSON.parse(cut.rest);
+      rest = JSON.parse(body.toString('utf8', 0, list.start) + ID_CUT_MARK + body.toString('utf8', list.end));
     } catch {
       break; // the list was inside a string: the mark broke it
     }
     // The mark back at the top level: the cut list was the member's value.
     if (typeof rest !== 'object' || rest === null || Array.isArray(rest) || (rest as Record<string, unknown>)[member] !== ID_CUT_VALUE) break;
-    const ids = JSON.parse(cut.ids) as number[];
-    (rest as Record<string, unknown>)[member] = ids;
-    rememberIdListText(ids, cut.ids);
+    (rest as Record<string, unknown>)[member] = list.ids;
+    // Digits, commas, blanks and brackets: latin1 reads them as UTF-8 would, without decoding.
+    rememberIdListText(list.ids, body.toString('latin1', list.start, list.end));
     return rest;
   }
-  return JSON.parse(text);
+  return JSON.parse(body.toString());
 }
