@@ -9,6 +9,9 @@ const KEY_MESSAGES = 2;
 /** Characters of a content hashed, at most (with its length): a 16 MB message costs the event loop no more than a long prompt. */
 const KEY_CONTENT_CHARS = 1 << 20;
 
+/** The key of a body already keyed (by the other pool's router on the same request), with the ids it folded in. */
+const keyed = new WeakMap<object, { ids: readonly number[] | undefined; key: string | undefined }>();
+
 /**
  * The conversation a chat belongs to, without an id from the client (docs/protocol.md "KV-aware
  * scoring"): the content of its first two messages and its first 256 prompt token ids, which every
@@ -16,6 +19,14 @@ const KEY_CONTENT_CHARS = 1 << 20;
  * body without messages (completions), which is never pinned.
  */
 export function conversationKeyOf(body: Readonly<Record<string, unknown>>, tokenIds: readonly number[] | undefined): string | undefined {
+  const known = keyed.get(body);
+  if (known && known.ids === tokenIds) return known.key;
+  const key = computeKey(body, tokenIds);
+  keyed.set(body, { ids: tokenIds, key });
+  return key;
+}
+
+function computeKey(body: Readonly<Record<string, unknown>>, tokenIds: readonly number[] | undefined): string | undefined {
   const messages = body.messages;
   if (!Array.isArray(messages) || messages.length === 0) return undefined;
   const hash = createHash('sha256');
