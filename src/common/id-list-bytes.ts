@@ -1,3 +1,5 @@
+import { CLOSE_BRACKET as CLOSE, COMMA, isJsonBlank as isBlank, NINE, OPEN_BRACKET as OPEN, ZERO } from './json-chars';
+
 /**
  * A JSON list of token ids read straight from a request's bytes (README "Worker body
  * encoding"): one pass over the digits makes the numbers, where a text look-up and JSON.parse
@@ -6,18 +8,6 @@
 
 /** More digits than this may not be exact in a double the way JSON.parse rounds it: left to JSON.parse. */
 const MAX_DIGITS = 15;
-
-const SPACE = 0x20;
-const TAB = 0x09;
-const LF = 0x0a;
-const CR = 0x0d;
-const ZERO = 0x30;
-const NINE = 0x39;
-const COMMA = 0x2c;
-const OPEN = 0x5b;
-const CLOSE = 0x5d;
-
-const isBlank = (c: number): boolean => c === SPACE || c === TAB || c === LF || c === CR;
 
 /** The list found at `from` (blanks, then `[`): its ids and its bytes' span, `[` to `]` included. */
 export interface ScannedIdList {

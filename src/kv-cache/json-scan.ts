@@ -1,22 +1,11 @@
+import { BACKSLASH, CLOSE_BRACE, CLOSE_BRACKET, COLON, COMMA, isJsonBlank as isWs, OPEN_BRACE, OPEN_BRACKET, QUOTE } from '../common/json-chars';
+
 /**
  * A non-validating scanner that finds where JSON values end, so a large text can be cut into
  * pieces at its structure (never inside a string) and each piece parsed on its own. Every piece
  * still goes through JSON.parse, which validates it; the scanner only has to be right for valid
  * JSON, and answers -1 where it cannot go on.
  */
-const QUOTE = 0x22;
-const BACKSLASH = 0x5c;
-const OPEN_BRACE = 0x7b;
-const CLOSE_BRACE = 0x7d;
-const OPEN_BRACKET = 0x5b;
-const CLOSE_BRACKET = 0x5d;
-const COMMA = 0x2c;
-const COLON = 0x3a;
-
-/** JSON's own whitespace: space, tab, line feed, carriage return (not `\s`). */
-function isWs(c: number): boolean {
-  return c === 0x20 || c === 0x09 || c === 0x0a || c === 0x0d;
-}
 
 export function skipWs(text: string, pos: number): number {
   while (pos < text.length && isWs(text.charCodeAt(pos))) pos++;
