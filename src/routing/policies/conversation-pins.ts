@@ -13,10 +13,10 @@ const KEY_CONTENT_CHARS = 1 << 20;
 const keyed = new WeakMap<object, { ids: readonly number[] | undefined; key: string | undefined }>();
 
 /**
- * The conversation a chat belongs to, without an id from the client (docs/protocol.md "KV-aware
- * scoring"): the content of its first two messages and its first 256 prompt token ids, which every
- * later turn repeats. A digest, so a long system prompt costs the table 44 bytes. Undefined for a
- * body without messages (completions), which is never pinned.
+ * The conversation a chat belongs to, without an id from the client (docs/protocol.md
+ * "KV-aware scoring"): the content of its first two messages and its first 256 prompt token
+ * ids, which every later turn repeats. A digest, so a long system prompt costs the table 44
+ * bytes. Undefined for a body without messages (completions), which is never pinned.
  */
 export function conversationKeyOf(body: Readonly<Record<string, unknown>>, tokenIds: readonly number[] | undefined): string | undefined {
   const known = keyed.get(body);
