@@ -10,7 +10,7 @@ const KEY_MESSAGES = 2;
 const KEY_CONTENT_CHARS = 1 << 20;
 
 /** The key of a body already keyed (by the other pool's router on the same request), with the ids it folded in. */
-const keyed = new WeakMap<object, { ids: readonly number[] | undefined; key: string | undefined }>();
+const keyed = new WeakMap<object, { ids: readonly number[] | undefined; key: string }>();
 
 /**
  * The conversation a chat belongs to, without an id from the client (docs/protocol.md
@@ -19,16 +19,16 @@ const keyed = new WeakMap<object, { ids: readonly number[] | undefined; key: str
  * bytes. Undefined for a body without messages (completions), which is never pinned.
  */
 export function conversationKeyOf(body: Readonly<Record<string, unknown>>, tokenIds: readonly number[] | undefined): string | undefined {
+  const messages = body.messages;
+  if (!Array.isArray(messages) || messages.length === 0) return undefined;
   const known = keyed.get(body);
   if (known && known.ids === tokenIds) return known.key;
-  const key = computeKey(body, tokenIds);
+  const key = computeKey(messages, tokenIds);
   keyed.set(body, { ids: tokenIds, key });
   return key;
 }
 
-function computeKey(body: Readonly<Record<string, unknown>>, tokenIds: readonly number[] | undefined): string | undefined {
-  const messages = body.messages;
-  if (!Array.isArray(messages) || messages.length === 0) return undefined;
+function computeKey(messages: readonly unknown[], tokenIds: readonly number[] | undefined): string {
   const hash = createHash('sha256');
   for (const message of messages.slice(0, KEY_MESSAGES)) {
     const content = typeof message === 'object' && message !== null ? (message as Record<string, unknown>).content : undefined;
