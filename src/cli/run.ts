@@ -4,6 +4,7 @@ import { createRouterApp } from '../app.factory';
 import { buildConfig, trtllmEnv, type AppConfig, type ServerRole } from '../config';
 import { enableGracefulShutdown } from '../lifecycle/graceful-shutdown';
 import { resolveAppLogger } from '../observability/logging/app-logger';
+import { ROUTE_TIMING_WINDOW } from '../observability/metrics/route-timing-log';
 import { ServerRegistry } from '../servers';
 import { startEmbeddedCluster } from '../simulator/embedded-cluster';
 import { parseCli } from './cli-args';
@@ -84,6 +85,7 @@ function announceTrtllmSwitches(logger: Logger, cli: ReturnType<typeof parseCli>
   if (cli.telemetry !== undefined) logger.log(`--${cli.telemetry ? '' : 'no-'}telemetry: accepted; this router collects and sends no telemetry`);
   if (switches.noRetry) logger.log('TRTLLM_DISAGG_NO_RETRY=1: worker calls are not retried');
   if (switches.benchmarkGenOnly) logger.warn('TRTLLM_DISAGG_BENCHMARK_GEN_ONLY=1: generation-only benchmark mode, the context pool is skipped (answers are not real completions)');
+  if (switches.logRouteTiming) logger.log(`TLLM_LOG_ROUTE_TIMING=1: each router logs its pick times every ${ROUTE_TIMING_WINDOW} picks`);
   if (switches.hashTokensPerBlock !== undefined) logger.log(`TRTLLM_KVCACHE_AWARE_ROUTER_HASH_TOKENS_PER_BLOCK: kv_cache_aware and conversation routers hash ${switches.hashTokensPerBlock} tokens per block`);
 }
 

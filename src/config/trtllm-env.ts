@@ -8,6 +8,8 @@ export interface TrtllmEnv {
   benchmarkGenOnly: boolean;
   /** TRTLLM_KVCACHE_AWARE_ROUTER_HASH_TOKENS_PER_BLOCK: the hashing routers' block size, over their arguments and the workers'. */
   hashTokensPerBlock: number | undefined;
+  /** TLLM_LOG_ROUTE_TIMING=1: each router logs its picks' time percentiles every 500 picks. */
+  logRouteTiming: boolean;
 }
 
 /** Reads the switches; a block size that is not a positive integer refuses to start. */
@@ -24,5 +26,6 @@ export function trtllmEnv(env: NodeJS.ProcessEnv = process.env): TrtllmEnv {
     noRetry: env.TRTLLM_DISAGG_NO_RETRY === '1',
     benchmarkGenOnly: env.TRTLLM_DISAGG_BENCHMARK_GEN_ONLY === '1',
     hashTokensPerBlock,
+    logRouteTiming: env.TLLM_LOG_ROUTE_TIMING === '1',
   };
 }

@@ -33,6 +33,8 @@ export interface Flow {
   streamHeaders: Record<string, string> | undefined;
   /** Routers that reserved a server for this request, finished exactly once each. */
   pending: Router[];
+  /** When the pick under way asked its router (performance.now()): picks of one request never overlap. */
+  pickStarted: number;
   /** timeouts.request_s for the whole request (and the first event of a stream). */
   deadline: RequestDeadline;
   /** The server the request last went to (two fields: no object per call), named when a deadline passes. */
@@ -83,6 +85,7 @@ export function newFlow(start: FlowStart): Flow {
     headers: { 'content-type': 'application/json', [REQUEST_ID_HEADER]: channel.requestId },
     streamHeaders: undefined,
     pending: [],
+    pickStarted: 0,
     deadline: new RequestDeadline(channel.abort, start.requestMs),
     upstreamRole: undefined,
     upstreamUrl: undefined,

@@ -253,7 +253,10 @@ export class UpstreamDispatch {
   /** The router's pick; its promise as it is when no per-pool limit applies (one await less). */
   private pickRoute(flow: Flow, router: Router, role: ServerRole, excluded: readonly string[]): Promise<RouteResult> {
     flow.trace?.routingStarted(role);
-    if (!this.admission?.poolLimited(role)) return router.getNextServer(flow.routing, { excludeServer: excluded });
+    if (!this.admission?.poolLimited(role)) {
+      flow.pickStarted = performance.now();
+      return router.getNextServer(flow.routing, { excludeServer: excluded });
+    }
     return this.pickInPoolSlot(flow, router, role, excluded);
   }
 
@@ -261,6 +264,8 @@ export class UpstreamDispatch {
   private async pickInPoolSlot(flow: Flow, router: Router, role: ServerRole, excluded: readonly string[]): Promise<RouteResult> {
     await this.admission!.enterPool(role, flow.channel.abort.signal);
     try {
+      // The wait for a pool slot is admission's, not the policy's.
+      flow.pickStarted = performance.now();
       return await router.getNextServer(flow.routing, { excludeServer: excluded });
     } catch (err) {
       this.admission!.leavePool(role);
@@ -275,7 +280,8 @@ export class UpstreamDispatch {
     const info = route.info;
     if (info.tokenIds) flow.routing.tokenIds = info.tokenIds;
     if (info.untokenized !== undefined) flow.routing.untokenized = info.untokenized;
-    this.events.emit('routed', { role, server: route.server, policy: router.policy, matchedTokens: info.matchedTokens, promptTokens: info.promptTokens, untokenized: info.untokenized });
+    const routingSeconds = (performance.now() - flow.pickStarted) / 1000;
+    this.events.emit('routed', { role, server: route.server, policy: router.policy, matchedTokens: info.matchedTokens, promptTokens: info.promptTokens, untokenized: info.untokenized, routingSeconds });
     return route;
   }
 }

@@ -11,6 +11,7 @@ import { MetricsController } from './metrics/metrics.controller';
 import { MetricsService } from './metrics/metrics.service';
 import { TrtllmMetrics } from './metrics/trtllm-metrics.service';
 import { RequestMetricsListener } from './metrics/request-metrics.listener';
+import { RouteTimingLog } from './metrics/route-timing-log';
 import { PerfMetricsController, TrtllmPerfMetricsController } from './perf/perf-metrics.controller';
 import { PerfMetricsJsonl } from './perf/perf-metrics-jsonl.service';
 import { PerfMetricsStore } from './perf/perf-metrics.store';
@@ -39,7 +40,7 @@ export class ObservabilityModule {
       imports: [ServersModule, WorkerClientModule],
       controllers,
       providers: [
-        InFlightRequests, MetricsService, TrtllmMetrics, RequestMetricsListener, RequestContextHooks, PayloadLogHooks, PerfMetricsStore, TrtllmPerfMetrics, RequestTracing,
+        InFlightRequests, MetricsService, TrtllmMetrics, RequestMetricsListener, RouteTimingLog, RequestContextHooks, PayloadLogHooks, PerfMetricsStore, TrtllmPerfMetrics, RequestTracing,
         PerfMetricsJsonl, ResponsePerfMetrics,
         // The KV room reports applied events and failed polls through the metrics service.
         { provide: KV_METRICS, useExisting: MetricsService },

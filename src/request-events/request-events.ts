@@ -20,6 +20,8 @@ export interface RoutedEvent {
   promptTokens?: number;
   /** The prompt could not be tokenized with the model's tokenizer: why. */
   untokenized?: string;
+  /** How long the policy took to pick (tokenizing and hashing included), in seconds. */
+  routingSeconds: number;
 }
 
 /** Per-phase timings of one request, in ms since it arrived (absent when a phase did not run). */

@@ -178,6 +178,30 @@ describe('the newest TensorRT-LLM: signed handoffs, flags and switches, through 
     expect(inference(gen)).toHaveLength(1);
   }, 150_000);
 
+  it('TLLM_LOG_ROUTE_TIMING=1: each pool logs its pick times every 500 picks', async () => {
+    const ctx = await worker(contextAnswer);
+    const gen = await worker(generationHandler());
+    const file = writeConfig('disagg_config.yaml', { ctx0: hostPort(ctx), gen0: hostPort(gen) });
+    const { proc, url } = await serve(['disaggregated', '-c', file, '-l', 'info'], { TLLM_LOG_ROUTE_TIMING: '1' });
+    expect(proc.out()).toContain('TLLM_LOG_ROUTE_TIMING=1: each router logs its pick times every 500 picks');
+    const lines = (): string[] => proc.out().split('\n').filter((l) => l.includes('[route_timing]'));
+    // 499 picks per pool: no line yet; the 500th writes one per pool.
+    const send = async (n: number): Promise<void> => {
+      for (let sent = 0; sent < n; sent += 10) {
+        const batch = await Promise.all(Array.from({ length: Math.min(10, n - sent) }, () => postJson(`${url}/v1/completions`, { model: 'm', prompt: [1, 2, 3], max_tokens: 2 })));
+        for (const res of batch) expect(res.status).toBe(200);
+      }
+    };
+    await send(499);
+    expect(lines()).toEqual([]);
+    await send(1);
+    await waitFor(() => lines().length === 2, 10_000, 'a line per pool');
+    for (const role of ['context', 'generation']) {
+      const line = lines().find((l) => l.includes(`round_robin (${role})`));
+      expect(line).toMatch(/\[route_timing\] round_robin \((context|generation)\) n=500 get_next_server_ms: mean=\d+\.\d\d p50=\d+\.\d\d p90=\d+\.\d\d p99=\d+\.\d\d max=\d+\.\d\d/);
+    }
+  }, 150_000);
+
   it('TRTLLM_DISAGG_BENCHMARK_GEN_ONLY=1: serves without the context pool, sending TensorRT-LLM\'s generation-only body', async () => {
     const gen = await worker(generationHandler());
     const file = writeConfig('disagg_config.yaml', { ctx0: '127.0.0.1:1', gen0: hostPort(gen) });

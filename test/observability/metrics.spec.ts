@@ -49,7 +49,7 @@ describe('GET /metrics', () => {
 
   it('is valid Prometheus text with the router families', async () => {
     const m = await scrape(cluster.router.url);
-    for (const name of ['requests_total', 'request_duration_seconds', 'time_to_first_token_seconds', 'context_phase_duration_seconds', 'overhead_seconds', 'routing_decisions_total', 'kv_matched_token_ratio', 'retries_total', 'upstream_errors_total', 'server_active_requests', 'server_active_tokens', 'healthy_servers', 'circuit_breaker_state', 'admission_queue_length', 'admission_rejections_total', 'kv_events_applied_total', 'kv_poll_errors_total', 'etcd_connected', 'http_requests_total']) {
+    for (const name of ['requests_total', 'request_duration_seconds', 'time_to_first_token_seconds', 'context_phase_duration_seconds', 'overhead_seconds', 'routing_decisions_total', 'routing_decision_seconds', 'kv_matched_token_ratio', 'retries_total', 'upstream_errors_total', 'server_active_requests', 'server_active_tokens', 'healthy_servers', 'circuit_breaker_state', 'admission_queue_length', 'admission_rejections_total', 'kv_events_applied_total', 'kv_poll_errors_total', 'etcd_connected', 'http_requests_total']) {
       expect(m.has(NS + name)).toBe(true);
     }
     expect(m.get(`${NS}request_duration_seconds`)?.type).toBe('histogram');
@@ -96,6 +96,10 @@ describe('GET /metrics', () => {
     expect(overhead).toBeLessThan(delta('request_duration_seconds_sum'));
     expect(delta('routing_decisions_total', { role: 'context', policy: 'round_robin', server: cluster.ctx.url })).toBe(4);
     expect(delta('routing_decisions_total', { role: 'generation', server: cluster.gen.url })).toBe(4);
+    // Every pick timed, per pool and policy.
+    expect(delta('routing_decision_seconds_count', { role: 'context', policy: 'round_robin' })).toBe(4);
+    expect(delta('routing_decision_seconds_count', { role: 'generation' })).toBe(4);
+    expect(delta('routing_decision_seconds_sum', { role: 'context', policy: 'round_robin' })).toBeGreaterThan(0);
     // Every HTTP answer, including the rejected body that never reached the flow.
     expect(delta('http_requests_total', { method: 'POST', route: '/v1/completions', status: '200' })).toBe(3);
     expect(delta('http_requests_total', { method: 'POST', route: '/v1/completions', status: '400' })).toBe(1);
@@ -177,7 +181,7 @@ describe('GET /metrics', () => {
     for (let i = 0; i < 50; i++) {
       const stranger = new ServerState({ url: `http://10.0.0.${i}:9000`, role: 'generation', source: 'etcd' });
       events.emit('upstreamFailure', { requestId: `r${i}`, role: 'generation', server: stranger, kind: 'connect', detail: 'refused' });
-      events.emit('routed', { role: 'generation', server: stranger, policy: `policy_${i}` });
+      events.emit('routed', { role: 'generation', server: stranger, policy: `policy_${i}`, routingSeconds: 0.001 });
       metrics.kvPollError(`10.0.1.${i}:8000`);
       metrics.kvEventsApplied(`http://10.0.2.${i}:8000`, 3);
       metrics.admissionRejected(`reason_${i}`);
@@ -197,6 +201,7 @@ describe('GET /metrics', () => {
     expect(sampleValue(m, `${NS}admission_rejections_total`)).toBe(51);
     expect(sampleValue(m, `${NS}admission_rejections_total`, { reason: 'other' })).toBe(51 - 16);
     expect(new Set(samplesOf(m, `${NS}routing_decisions_total`).map((s) => s.labels.policy)).size).toBeLessThanOrEqual(33);
+    expect(new Set(samplesOf(m, `${NS}routing_decision_seconds_count`).map((s) => s.labels.policy)).size).toBeLessThanOrEqual(33);
   });
 
   it('reports what other modules tell it', async () => {

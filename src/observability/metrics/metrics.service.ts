@@ -44,6 +44,7 @@ export class MetricsService implements OnModuleInit, OnModuleDestroy {
   private readonly ttft = this.fastHistogram('time_to_first_token_seconds', 'Arrival to the first byte of a streamed generation answer', ['endpoint'], FIRST_TOKEN_BUCKETS);
   private readonly contextPhase = this.fastHistogram('context_phase_duration_seconds', 'Context (prefill) call: request sent to answer read', [], FIRST_TOKEN_BUCKETS);
   private readonly overhead = this.fastHistogram('overhead_seconds', "The router's own time per request: end-to-end minus the time in upstream calls", [], OVERHEAD_BUCKETS);
+  private readonly routingTime = this.fastHistogram('routing_decision_seconds', 'Time a routing policy took to pick a server, tokenizing and hashing the prompt included', ['role', 'policy'], OVERHEAD_BUCKETS);
   private readonly routing = this.fastCounter('routing_decisions_total', 'Servers picked by the routing policies', ['role', 'policy', 'server'], MAX_ROUTING_TUPLES);
   private readonly matchedRatio = this.fastHistogram('kv_matched_token_ratio', 'Share of the prompt already in the picked server KV cache (KV-aware policies)', ['role'], RATIO_BUCKETS);
   private readonly matchedTokens = this.fastCounter('kv_matched_tokens_total', 'Prompt tokens found in the picked server KV cache', ['role']);
@@ -110,6 +111,7 @@ export class MetricsService implements OnModuleInit, OnModuleDestroy {
 
   routed(event: RoutedEvent): void {
     this.routingCell(event.server, event.role, event.policy).inc();
+    this.routingTime.cell(event.role, this.policies.of(event.policy)).observe(event.routingSeconds);
     if (event.untokenized !== undefined) this.untokenized.inc({ role: event.role, reason: event.untokenized });
     const prompt = event.promptTokens;
     if (prompt !== undefined && prompt > 0 && event.matchedTokens !== undefined) {
