@@ -132,7 +132,12 @@ export class KvReportEndpoints implements OnModuleDestroy {
 
   private async close(bound: Bound): Promise<void> {
     if (this.byPort.get(bound.port) === bound) this.byPort.delete(bound.port);
-    if (!bound.socket.closed) bound.socket.close();
+    if (!bound.socket.closed) {
+      // close() hands the listener to ZMQ's I/O thread, which lets go of the port later; unbind
+      // resolves once it has, so a router started right after (or a restart) can bind it again.
+      await bound.socket.unbind(bound.address).catch(() => undefined);
+      bound.socket.close();
+    }
     await bound.loop;
   }
 

@@ -5,6 +5,7 @@ import { buildConfig } from '../../src/config';
 import { RouterRegistry } from '../../src/routing';
 import { LogCapture } from '../observability/log-capture';
 import { unusedPort } from '../support/free-port';
+import { waitFor } from '../support/router-app';
 
 const gen = { urls: ['127.0.0.1:1'] };
 const central = { type: 'Centralized_KV_Cache_Aware', router_port: 0, router_host: '127.0.0.1' };
@@ -40,6 +41,30 @@ describe('centralized_kv_cache_aware configuration', () => {
   it('refuses to start when its port is taken or the HMAC key is not base64, and leaves nothing bound', async () => {
     const port = await unusedPort();
     const ctxPort = await unusedPort();
+    /** Unbinding before close: close() alone lets go of the port later, from ZMQ's I/O thread. */
+    const release = async (socket: Pull, at: number): Promise<void> => {
+      await socket.unbind(`tcp://127.0.0.1:${at}`);
+      socket.close();
+    };
+    /**
+     * The port takes a new endpoint within 5 s: nothing holds it. ZMQ lets go of a port from its
+     * I/O thread even after unbind (about 1 bind in 300 right after fails here), so this polls.
+     */
+    const bindsAgain = async (at: number): Promise<void> => {
+      let bound: Pull | undefined;
+      await waitFor(async () => {
+        const socket = new Pull();
+        try {
+          await socket.bind(`tcp://127.0.0.1:${at}`);
+          bound = socket;
+          return true;
+        } catch {
+          socket.close();
+          return false;
+        }
+      }, 5_000, `port ${at} free`);
+      await release(bound!, at);
+    };
     const holder = new Pull();
     await holder.bind(`tcp://127.0.0.1:${port}`);
     try {
@@ -47,11 +72,9 @@ describe('centralized_kv_cache_aware configuration', () => {
       const taken = buildConfig({ context_servers: { urls: ['127.0.0.1:2'], router: { ...central, router_port: ctxPort } }, generation_servers: { ...gen, router: { ...central, router_port: port } } });
       await expect(createRouterApp(taken, { logger: false }).then((app) => app.init())).rejects.toThrow(/routing policy 'centralized_kv_cache_aware' could not start/);
     } finally {
-      holder.close();
+      await release(holder, port);
     }
-    const ctxAgain = new Pull();
-    await ctxAgain.bind(`tcp://127.0.0.1:${ctxPort}`);
-    ctxAgain.close();
+    await bindsAgain(ctxPort);
     const saved = process.env.TLLM_CENTRALIZED_ROUTER_HMAC_KEY;
     process.env.TLLM_CENTRALIZED_ROUTER_HMAC_KEY = 'not base64!';
     try {
@@ -61,9 +84,7 @@ describe('centralized_kv_cache_aware configuration', () => {
       if (saved === undefined) delete process.env.TLLM_CENTRALIZED_ROUTER_HMAC_KEY;
       else process.env.TLLM_CENTRALIZED_ROUTER_HMAC_KEY = saved;
     }
-    // Nothing was left bound: the port takes a new endpoint.
-    const again = new Pull();
-    await again.bind(`tcp://127.0.0.1:${port}`);
-    again.close();
+    // Nothing was left bound.
+    await bindsAgain(port);
   });
 });
