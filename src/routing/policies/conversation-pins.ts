@@ -67,8 +67,4 @@ export class ConversationPins {
     const oldest = this.pins.keys().next().value;
     if (oldest !== undefined) this.pins.delete(oldest);
   }
-
-  clear(): void {
-    this.pins.clear();
-  }
 }

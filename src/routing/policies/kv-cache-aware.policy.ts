@@ -54,10 +54,10 @@ interface Routed {
  * load_weight: `matched_tokens / padded_prompt_tokens - active_requests / max_batch_size`),
  * where matched blocks are the leading prompt blocks found in that server's block table;
  * servers over `load_cap` are skipped; a chat whose conversation was routed before goes to that
- * server again while it is still eligible; else the highest score wins, ties round robin. The table holds what the server's KV
- * cache events say plus, with `track_routed_blocks`, the blocks of prompts it just answered,
- * recorded synchronously when the request finishes so the very next request can follow them.
- * Finishing a request then polls that server's `/kv_cache_events` (the KV room's poller).
+ * server again while it is still eligible; else the highest score wins, ties round robin. The
+ * table holds what the server's KV cache events say plus, with `track_routed_blocks`, the
+ * blocks of prompts it just answered, recorded synchronously when the request finishes so the
+ * very next request can follow them. Finishing a request then polls that server's `/kv_cache_events` (the KV room's poller).
  */
 @RoutingPolicy('kv_cache_aware', kvCacheAwareArgs)
 export class KvCacheAwareRouter extends BaseRouter<KvCacheAwareArgs> {
