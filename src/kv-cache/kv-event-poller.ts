@@ -1,4 +1,4 @@
-import { Inject, Injectable, Logger, Optional } from '@nestjs/common';
+import { Inject, Injectable, Logger, Optional, type OnModuleDestroy } from '@nestjs/common';
 import { APP_CONFIG, type AppConfig } from '../config';
 import { AnswerTooLargeError, HttpSessionClosedError } from '../http-session';
 import { DEFAULT_KV_EVENTS_BYTES, WorkerClient } from '../worker-client';
@@ -23,6 +23,13 @@ interface PollState {
   again: boolean;
 }
 
+/**
+ * Finishes within this long of a poll's start share the next poll (README "KV block tables"):
+ * at thousands of requests a second a poll per finish was an HTTP call per request and pool,
+ * a third of kv_cache_aware's CPU, for drains that were mostly empty.
+ */
+export const DEFAULT_MIN_POLL_GAP_MS = 10;
+
 export interface PollOutcome {
   ok: boolean;
   /** Events that changed the block tables. */
@@ -38,11 +45,14 @@ export interface PollOutcome {
  * they were and counts in `kv_poll_errors_total`.
  */
 @Injectable()
-export class KvEventPoller {
+export class KvEventPoller implements OnModuleDestroy {
   private readonly logger = new Logger(KvEventPoller.name);
   /** Per worker URL, shared by every router (a runtime policy switch may overlap two). */
   private readonly polls = new Map<string, PollState>();
   private readonly maxDrainBytes: number;
+  /** Waits between a poll and its follow-up, ended early when the app closes. */
+  private readonly gaps = new Map<NodeJS.Timeout, () => void>();
+  private closed = false;
 
   constructor(
     private readonly workers: WorkerClient,
@@ -55,27 +65,55 @@ export class KvEventPoller {
     this.maxDrainBytes = config?.limits.max_kv_events_bytes ?? DEFAULT_KV_EVENTS_BYTES;
   }
 
-  /** Polls the worker at `serverUrl` unless another replica owns it; resolves when done. */
-  poll(serverUrl: string, timeoutMs: number): Promise<void> {
+  /**
+   * Polls the worker at `serverUrl` unless another replica owns it; resolves when done. Asked
+   * while a poll of it runs, one follow-up is run after it, no sooner than `minGapMs` after
+   * that poll started: a burst of finishes costs one drain per gap, an idle worker's first
+   * finish is polled at once.
+   */
+  poll(serverUrl: string, timeoutMs: number, minGapMs = DEFAULT_MIN_POLL_GAP_MS): Promise<void> {
     const current = this.polls.get(serverUrl);
     if (current) {
       current.again = true;
       return current.running;
     }
-    if (!this.ownership.owns(serverUrl)) return Promise.resolve();
+    if (this.closed || !this.ownership.owns(serverUrl)) return Promise.resolve();
     const state = { again: false } as PollState;
     state.running = (async () => {
       try {
         do {
           state.again = false;
+          const started = performance.now();
           await this.pollOnce(serverUrl, timeoutMs);
-        } while (state.again);
+          if (state.again) await this.gap(started + minGapMs - performance.now());
+        } while (state.again && !this.closed);
       } finally {
         this.polls.delete(serverUrl);
       }
     })();
     this.polls.set(serverUrl, state);
     return state.running;
+  }
+
+  /** Ends the waits between polls: nothing is polled once the app closes. */
+  onModuleDestroy(): void {
+    this.closed = true;
+    for (const [timer, done] of this.gaps) {
+      clearTimeout(timer);
+      done();
+    }
+    this.gaps.clear();
+  }
+
+  private gap(ms: number): Promise<void> | undefined {
+    if (ms <= 0 || this.closed) return undefined;
+    return new Promise<void>((resolve) => {
+      const timer = setTimeout(() => {
+        this.gaps.delete(timer);
+        resolve();
+      }, ms);
+      this.gaps.set(timer, resolve);
+    });
   }
 
   /** Whether a poll of this worker is in flight. */
@@ -86,6 +124,7 @@ export class KvEventPoller {
   /** One drain-and-apply; resolves with what happened. */
   async pollOnce(serverUrl: string, timeoutMs: number): Promise<PollOutcome> {
     let events;
+    this.metrics?.kvPoll?.(serverUrl);
     try {
       const answer = await this.workers.openKvEvents(serverUrl, timeoutMs, this.maxDrainBytes);
       // A large drain is parsed in slices as it arrives, yielding to requests (README "KV block tables").

@@ -30,6 +30,8 @@ export interface KvEventPublisher {
 export const KV_METRICS = Symbol('KV_METRICS');
 export interface KvMetrics {
   kvEventsApplied(serverUrl: string, count: number): void;
+  /** A /kv_cache_events drain sent (optional: seams written before it count nothing). */
+  kvPoll?(serverUrl: string): void;
   kvPollError(serverUrl: string): void;
 }
 

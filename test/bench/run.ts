@@ -138,6 +138,11 @@ const ABLATION_SETS = ['hooks', 'als', 'metrics', 'events', 'enhancers', 'hooks,
 for (const a of ABLATION_SETS) {
   starters[`router-${a}`] = (up) => startProc({ name: `router-no-${a.replace(/,/g, '-')}`, script: bin('procs/router.js'), args: [`--config=${routerConfig(up, 'round_robin')}`, `--ablate=${a}`], cpus: PROXY_CPU, logDir });
 }
+/** kv_cache_aware with one of its parts a no-op (the kv-ablation table). */
+const KV_ABLATION_SETS = ['kvpoll'];
+for (const a of KV_ABLATION_SETS) {
+  starters[`router-kv-${a}`] = (up) => startProc({ name: `router-kv-no-${a.replace(/,/g, '-')}`, script: bin('procs/router.js'), args: [`--config=${routerConfig(up, 'kv_cache_aware')}`, `--ablate=${a}`], cpus: PROXY_CPU, logDir });
+}
 for (const t of TRANSPORTS) {
   starters[`t-${t}`] = (up) => startProc({ name: `t-${t}`, script: bin('procs/bare-proxy.js'), args: [...upstreamArgs(up), `--transport=${t}`], cpus: PROXY_CPU, logDir });
 }
@@ -289,6 +294,16 @@ function tables(): TableDef[] {
         { row: 'bare', target: 'bare', body: plain, stream: false, connections: c },
         { row: 'router, full', target: 'router-rr', body: plain, stream: false, connections: c, vs: { bare: 'bare' } },
         ...ABLATION_SETS.map((a) => ({ row: `router without ${a}`, target: `router-${a}`, body: plain, stream: false, connections: c, vs: { bare: 'bare', full: 'router, full' } })),
+      ],
+    },
+    {
+      name: 'kv-ablation',
+      title: `Cost attribution: kv_cache_aware on 2k token ids with one part made a no-op, ${c} connections`,
+      rows: [
+        { row: 'bare, 2k token ids', target: 'bare', body: tokens2k, stream: false, connections: c },
+        { row: 'round_robin, 2k token ids', target: 'router-rr', body: tokens2k, stream: false, connections: c, vs: { bare: 'bare, 2k token ids' } },
+        { row: 'kv_cache_aware, full', target: 'router-kv', body: tokens2k, stream: false, connections: c, vs: { bare: 'bare, 2k token ids' } },
+        ...KV_ABLATION_SETS.map((a) => ({ row: `kv_cache_aware without ${a}`, target: `router-kv-${a}`, body: tokens2k, stream: false, connections: c, vs: { bare: 'bare, 2k token ids', full: 'kv_cache_aware, full' } })),
       ],
     },
   ];

@@ -150,7 +150,58 @@ describe('KvEventPoller', () => {
     expect(poller.isPolling(worker.url)).toBe(false);
     expect(worker.requests('/kv_cache_events')).toHaveLength(2);
   });
+
+  it('starts the follow-up no sooner than the gap after the poll before it, and an idle worker is polled at once', async () => {
+    const worker = await new FakeWorker(() => undefined).start();
+    closing.push(worker);
+    const r = await room(worker.url);
+    closing.push(r.app);
+    const poller = r.app.get(KvEventPoller);
+    const sentAt: number[] = [];
+    worker.kvEvents = () => {
+      sentAt.push(performance.now());
+      return '[]';
+    };
+    const GAP = 150;
+    const asked = performance.now();
+    const burst = Array.from({ length: 20 }, () => poller.poll(worker.url, 2000, GAP));
+    await Promise.all(burst);
+    expect(sentAt).toHaveLength(2);
+    // Timers never fire early; the worker reads the second request after the router sent it.
+    expect(sentAt[1] - asked).toBeGreaterThanOrEqual(GAP - 1);
+    // Idle again: the next finish polls without waiting.
+    const idleAsk = performance.now();
+    await poller.poll(worker.url, 2000, 60_000);
+    expect(sentAt).toHaveLength(3);
+    expect(sentAt[2] - idleAsk).toBeLessThan(60_000);
+  });
+
+  it('sends no follow-up once the app closes during the gap, and leaves no timer behind', async () => {
+    const worker = await new FakeWorker(() => undefined).start();
+    closing.push(worker);
+    const r = await room(worker.url);
+    const poller = r.app.get(KvEventPoller);
+    const first = poller.poll(worker.url, 2000, 60_000);
+    void poller.poll(worker.url, 2000, 60_000);
+    await waitForRequests(worker, 1);
+    const closed = r.app.close();
+    // A minute's gap: only the close can end this poll's wait.
+    await first;
+    await closed;
+    expect(worker.requests('/kv_cache_events')).toHaveLength(1);
+    expect(poller.isPolling(worker.url)).toBe(false);
+    await poller.poll(worker.url, 2000);
+    expect(worker.requests('/kv_cache_events')).toHaveLength(1);
+  });
 });
+
+async function waitForRequests(worker: FakeWorker, n: number): Promise<void> {
+  const deadline = Date.now() + 5000;
+  while (worker.requests('/kv_cache_events').length < n) {
+    if (Date.now() > deadline) throw new Error(`fewer than ${n} polls reached the worker`);
+    await new Promise((resolve) => setImmediate(resolve));
+  }
+}
 
 describe('KvEventPoller against hostile drains', () => {
   const closing: Array<{ close(): Promise<unknown> }> = [];

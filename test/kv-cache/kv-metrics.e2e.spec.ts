@@ -7,6 +7,7 @@ import { postJson, startRouter, waitFor, type RunningRouter } from '../support/r
 const TPB = 16;
 const APPLIED = 'disagg_router_kv_events_applied_total';
 const POLL_ERRORS = 'disagg_router_kv_poll_errors_total';
+const POLLS = 'disagg_router_kv_polls_total';
 
 describe('KV metrics over the real app and simulated workers', () => {
   let cluster: SimCluster;
@@ -33,7 +34,10 @@ describe('KV metrics over the real app and simulated workers', () => {
     // Each finished request polls its worker: created and stored events, counted per server.
     await waitFor(async () => sampleValue(await scrape(router.url), APPLIED) >= 4, 10_000, 'applied events counted');
     const afterTraffic = await scrape(router.url);
-    for (const w of cluster.generationWorkers) expect(sampleValue(afterTraffic, APPLIED, { server: w.url })).toBeGreaterThan(0);
+    for (const w of cluster.generationWorkers) {
+      expect(sampleValue(afterTraffic, APPLIED, { server: w.url })).toBeGreaterThan(0);
+      expect(sampleValue(afterTraffic, POLLS, { server: w.url })).toBeGreaterThan(0);
+    }
     expect(sampleValue(afterTraffic, POLL_ERRORS)).toBe(0);
 
     const [failing] = cluster.generationWorkers;
@@ -50,5 +54,35 @@ describe('KV metrics over the real app and simulated workers', () => {
     }
     const end = await scrape(router.url);
     expect(sampleValue(end, POLL_ERRORS, { server: cluster.generationWorkers[1].url })).toBe(0);
+  });
+});
+
+describe('KV polls under a burst of finishes', () => {
+  let cluster: SimCluster;
+  let router: RunningRouter;
+  const BURST = 24;
+
+  beforeAll(async () => {
+    cluster = await startSimCluster({ context: 0, generation: 1, kvBlocks: 256, tokensPerBlock: TPB, tokenizer: 'bytes' });
+    router = await startRouter({
+      generation_servers: { urls: cluster.generationUrls, router: { type: 'kv_cache_aware', tokens_per_block: TPB, tokenizer: 'bytes', kv_events_min_poll_gap_s: 2 } },
+    });
+  });
+  afterAll(async () => {
+    await router?.close();
+    await cluster?.close();
+  });
+
+  it('drains the worker once per gap, not once per finished request, and still applies every event', async () => {
+    const [worker] = cluster.generationWorkers;
+    const answers = await Promise.all(Array.from({ length: BURST }, (_, i) =>
+      postJson(`${router.url}/v1/completions`, { model: 'm', prompt: tokens(3 * TPB + 1, 20_000 + i * 100), max_tokens: 1 })));
+    expect(answers.map((a) => a.status)).toEqual(Array(BURST).fill(200));
+    // Every prompt's 3 blocks end up applied from the worker's events (a created event too).
+    await waitFor(async () => sampleValue(await scrape(router.url), APPLIED, { server: worker.url }) >= BURST + 1, 15_000, 'the burst applied');
+    const polls = sampleValue(await scrape(router.url), POLLS, { server: worker.url });
+    // The router's own start-up polls, the first finish's and one follow-up per 2 s gap.
+    expect(polls).toBeGreaterThanOrEqual(1);
+    expect(polls).toBeLessThanOrEqual(3);
   });
 });

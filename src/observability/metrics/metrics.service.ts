@@ -50,6 +50,7 @@ export class MetricsService implements OnModuleInit, OnModuleDestroy {
   private readonly matchedTokens = this.fastCounter('kv_matched_tokens_total', 'Prompt tokens found in the picked server KV cache', ['role']);
   private readonly promptTokens = this.fastCounter('kv_prompt_tokens_total', 'Prompt tokens of requests routed by KV-aware policies', ['role']);
   private readonly kvEvents = this.counter('kv_events_applied_total', 'KV cache events applied to the router block tables', ['server']);
+  private readonly kvPolls = this.counter('kv_polls_total', '/kv_cache_events drains sent (finishes in a burst share one, see kv_events_min_poll_gap_s)', ['server']);
   private readonly kvPollErrors = this.counter('kv_poll_errors_total', 'Failed /kv_cache_events polls', ['server']);
   private readonly kvReports = this.counter('kv_reports_total', 'Reports the workers pushed to the centralized KV router endpoint and applied, by kind (events, load)', ['kind']);
   private readonly kvReportsDropped = this.counter('kv_reports_dropped_total', 'Pushed reports dropped: bad_hmac (signature missing or wrong), malformed, out_of_order (seq not newer)', ['reason']);
@@ -147,6 +148,10 @@ export class MetricsService implements OnModuleInit, OnModuleDestroy {
     if (count > 0) this.kvEvents.inc({ server: this.serverLabel(server) }, count);
   }
 
+  kvPoll(server: ServerState | string): void {
+    this.kvPolls.inc({ server: this.serverLabel(server) });
+  }
+
   kvPollError(server: ServerState | string): void {
     this.kvPollErrors.inc({ server: this.serverLabel(server) });
   }
@@ -233,7 +238,7 @@ export class MetricsService implements OnModuleInit, OnModuleDestroy {
     if (stillKnown) return;
     // Routing cells are cached under known servers only, so no cache still holds these.
     this.routing.removeWhere((labels) => labels.server === server.url);
-    for (const metric of [this.upstreamErrors, this.kvEvents, this.kvPollErrors]) {
+    for (const metric of [this.upstreamErrors, this.kvEvents, this.kvPolls, this.kvPollErrors]) {
       const { values } = await metric.get();
       for (const v of values) if (v.labels.server === server.url) metric.remove(v.labels as Record<string, string>);
     }

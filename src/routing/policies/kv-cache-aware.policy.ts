@@ -1,7 +1,7 @@
 import { Inject, Logger, Optional } from '@nestjs/common';
 import { z } from 'zod';
 import { trtllmEnv } from '../../config';
-import { BlockHashCache, cacheSaltIdOf, KvEventPoller, paddedTokens, TokensPerBlock, workerTokensPerBlock, type BlockKey } from '../../kv-cache';
+import { BlockHashCache, cacheSaltIdOf, DEFAULT_MIN_POLL_GAP_MS, KvEventPoller, paddedTokens, TokensPerBlock, workerTokensPerBlock, type BlockKey } from '../../kv-cache';
 import type { ServerState } from '../../servers';
 import { PromptTokenizer } from '../../tokenizer';
 import { BaseRouter } from '../base-router';
@@ -40,6 +40,8 @@ export const kvCacheAwareArgs = z.strictObject({
   /** Also poll every server's KV events on this period, off the request path (0: only on finish). */
   kv_events_poll_interval_s: z.number().nonnegative().default(0),
   kv_events_timeout_s: z.number().positive().default(5),
+  /** Finishes within this long of a server's last poll start share its next one (0: the follow-up at once, as TensorRT-LLM 39ff08ab). */
+  kv_events_min_poll_gap_s: z.number().nonnegative().max(60).default(DEFAULT_MIN_POLL_GAP_MS / 1000),
 });
 export type KvCacheAwareArgs = z.output<typeof kvCacheAwareArgs>;
 
@@ -213,7 +215,7 @@ export class KvCacheAwareRouter extends BaseRouter<KvCacheAwareArgs> {
     } else if (success) {
       this.sink?.routed(server, server.kvHashAlgo, [], 0);
     }
-    if (this.eventsAligned(server)) await this.kvEvents.poll(server.url, this.args.kv_events_timeout_s * 1000);
+    if (this.eventsAligned(server)) await this.kvEvents.poll(server.url, this.args.kv_events_timeout_s * 1000, this.args.kv_events_min_poll_gap_s * 1000);
   }
 
   /** A worker whose block size differs from the router's publishes events no hash can match. */
@@ -227,7 +229,7 @@ export class KvCacheAwareRouter extends BaseRouter<KvCacheAwareArgs> {
 
   private pollAll(): void {
     for (const server of this.servers) {
-      if (!this.kvEvents.isPolling(server.url) && this.eventsAligned(server)) void this.kvEvents.poll(server.url, this.args.kv_events_timeout_s * 1000);
+      if (!this.kvEvents.isPolling(server.url) && this.eventsAligned(server)) void this.kvEvents.poll(server.url, this.args.kv_events_timeout_s * 1000, this.args.kv_events_min_poll_gap_s * 1000);
     }
   }
 

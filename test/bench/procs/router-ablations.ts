@@ -1,4 +1,5 @@
 import { ApiKeyRateLimitGuard } from '../../../src/admission/api-key-rate-limit.guard';
+import { KvEventPoller } from '../../../src/kv-cache/kv-event-poller';
 import { StartupGuard } from '../../../src/health/startup.guard';
 import { requestContextStorage } from '../../../src/observability/context/request-context';
 import { MetricsService } from '../../../src/observability/metrics/metrics.service';
@@ -26,6 +27,10 @@ export const ABLATIONS: Record<string, () => void> = {
   /** prom-client counters and histograms fed on every request. */
   metrics: () => {
     for (const m of ['httpResponse', 'requestDone', 'routed'] as const) MetricsService.prototype[m] = () => undefined;
+  },
+  /** kv_cache_aware's drain of a worker's KV events after each request (an HTTP call while one is not already running). */
+  kvpoll: () => {
+    KvEventPoller.prototype.poll = () => Promise.resolve();
   },
   /** The global guards' own work (Nest's enhancer machinery stays). */
   enhancers: () => {
