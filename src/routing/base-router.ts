@@ -73,13 +73,22 @@ export abstract class BaseRouter<A extends Readonly<Record<string, unknown>> = R
   protected onServerAdded(_server: ServerState): void {}
   protected onServerRemoved(_server: ServerState): void {}
 
-  async finishRequest(request: RoutingRequest, options: FinishRequestOptions = {}): Promise<void> {
+  /**
+   * Not an async function: one suspended on afterFinish's promise (a KV poll) would keep the
+   * request, and the prompt it holds, alive until that promise settles, long enough for it to
+   * outlive the young generation, where a finished request's bytes are cheapest to collect.
+   */
+  finishRequest(request: RoutingRequest, options: FinishRequestOptions = {}): Promise<void> {
     const reservation = this.reservations.get(request.id);
-    if (!reservation) return;
+    if (!reservation) return Promise.resolve();
     this.reservations.delete(request.id);
     reservation.server.activeRequests -= 1;
     reservation.server.activeTokens -= reservation.tokens;
-    await this.afterFinish(request, reservation.server, options.success ?? true);
+    try {
+      return this.afterFinish(request, reservation.server, options.success ?? true);
+    } catch (err) {
+      return Promise.reject(err);
+    }
   }
 
   /** Runs after load was released (e.g. fetch KV events); must not throw for upstream faults. */

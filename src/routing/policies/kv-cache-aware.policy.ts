@@ -196,11 +196,12 @@ export class KvCacheAwareRouter extends BaseRouter<KvCacheAwareArgs> {
     return blocks;
   }
 
-  protected override async afterFinish(request: RoutingRequest, server: ServerState, success: boolean): Promise<void> {
+  /** Not async: the poll's promise is returned as it is, so nothing waiting on it holds the request (see BaseRouter.finishRequest). */
+  protected override afterFinish(request: RoutingRequest, server: ServerState, success: boolean): Promise<void> {
     const routed = this.routed.get(request.id);
     this.routed.delete(request.id);
     // A server that left the pool keeps no table worth updating.
-    if (!this.servers.includes(server)) return;
+    if (!this.servers.includes(server)) return Promise.resolve();
     // Synchronous, before the answer reaches the client: the next request already sees it.
     if (routed && success) {
       const table = server.kvTable(routed.algo);
@@ -215,7 +216,8 @@ export class KvCacheAwareRouter extends BaseRouter<KvCacheAwareArgs> {
     } else if (success) {
       this.sink?.routed(server, server.kvHashAlgo, [], 0);
     }
-    if (this.eventsAligned(server)) await this.kvEvents.poll(server.url, this.args.kv_events_timeout_s * 1000, this.args.kv_events_min_poll_gap_s * 1000);
+    if (!this.eventsAligned(server)) return Promise.resolve();
+    return this.kvEvents.poll(server.url, this.args.kv_events_timeout_s * 1000, this.args.kv_events_min_poll_gap_s * 1000);
   }
 
   /** A worker whose block size differs from the router's publishes events no hash can match. */
