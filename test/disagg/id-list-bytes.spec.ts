@@ -60,4 +60,14 @@ describe('token id lists read from bytes', () => {
     expect(scanIdList(Buffer.from('[1,2'), 0)).toBeUndefined();
     expect(scanIdList(Buffer.from('[0, 10, 999999999999999]'), 0)?.ids).toEqual([0, 10, 999999999999999]);
   });
+
+  it('reads lists longer than its reused scratch, and a short list after a long one, exactly', () => {
+    const next = random(7);
+    for (const length of [4096, 4097, 70_000, 3]) {
+      const ids = Array.from({ length }, () => Math.floor(next() * 2 ** 40));
+      const scanned = scanIdList(Buffer.from(JSON.stringify(ids)), 0);
+      expect(scanned?.ids).toEqual(ids);
+      expect(scanned?.ids.length).toBe(length);
+    }
+  });
 });
