@@ -2,7 +2,7 @@ import type { ServerRole } from '../config';
 import type { RequestTrace } from '../observability/tracing';
 import type { ResponsePerfCapture } from '../observability';
 import { HttpApiError, REQUEST_ID_HEADER } from '../common';
-import type { RequestKind, RouteResult, Router, RoutingRequest, SubagentAffinity } from '../routing';
+import type { BlockChains, RequestKind, RouteResult, Router, RoutingRequest, SubagentAffinity } from '../routing';
 import type { ClientChannel } from './client-channel';
 import { RequestDeadline } from './request-deadline';
 import type { RequestDoneEvent, RequestTimings } from '../request-events';
@@ -11,6 +11,7 @@ import type { RequestDoneEvent, RequestTimings } from '../request-events';
 export interface FlowRouting extends RoutingRequest {
   tokenIds?: number[];
   untokenized?: string;
+  blockChains?: BlockChains;
 }
 
 /** A server a router handed out for this request, finished exactly once (see UpstreamDispatch). */

@@ -280,6 +280,7 @@ export class UpstreamDispatch {
     const info = route.info;
     if (info.tokenIds) flow.routing.tokenIds = info.tokenIds;
     if (info.untokenized !== undefined) flow.routing.untokenized = info.untokenized;
+    if (info.blockChains) flow.routing.blockChains = info.blockChains;
     const routingSeconds = (performance.now() - flow.pickStarted) / 1000;
     this.events.emit('routed', { role, server: route.server, policy: router.policy, matchedTokens: info.matchedTokens, promptTokens: info.promptTokens, untokenized: info.untokenized, routingSeconds });
     return route;

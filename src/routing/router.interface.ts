@@ -20,6 +20,19 @@ export interface RoutingRequest {
   readonly untokenized?: string;
   /** A sub-agent's parent session id (see conversation-id.ts routingIdOf). */
   readonly subagentAffinity?: SubagentAffinity;
+  /** The block keys an earlier pick of this request computed (RouteInfo.blockChains): not hashed again. */
+  readonly blockChains?: BlockChains;
+}
+
+/**
+ * A prompt's block-key chains as one pick computed them, for the other pool's pick of the same
+ * request: reused when its token lists are the very same lists and its scope (hash algorithm,
+ * block size, cache salt) is the same.
+ */
+export interface BlockChains {
+  readonly scope: string;
+  readonly lists: readonly (readonly number[])[];
+  readonly chains: readonly (readonly (bigint | string)[])[];
 }
 
 /** The parent session id a gateway header gave a sub-agent's request, and the pools that place it by that id. */
@@ -42,6 +55,8 @@ export interface RouteInfo {
   tokenIds?: number[];
   /** Set when the prompt could not be tokenized with the model's own tokenizer: why. */
   untokenized?: string;
+  /** The prompt's block keys this pick computed, for the next pick of the request. */
+  blockChains?: BlockChains;
   /** Written as `disaggregated_params.route_hint` into the body sent to this server (a data-parallel rank). */
   routeHint?: { dp_rank: number };
   [key: string]: unknown;

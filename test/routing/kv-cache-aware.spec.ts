@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it } from '@jest/globals';
 import { blockHashChain } from '../../src/kv-cache/block-hash';
+import { BlockHashCache } from '../../src/kv-cache/block-hash-cache';
 import { KvCacheAwareRouter, NoServerAvailableError } from '../../src/routing';
 import { kvCacheAwareArgs } from '../../src/routing/policies/kv-cache-aware.policy';
 import { getTokenizer } from '../../src/tokenizer';
@@ -38,6 +39,32 @@ describe('kv_cache_aware scoring', () => {
     expect(info.hash_algo).toBe('v1_block_key');
     expect(info.token_lists).toEqual([prompt]);
     expect(info.block_hashes).toEqual([blockHashChain(prompt, TPB)]);
+  });
+
+  it("reuses the other pool's block keys for the same request, and hashes anew for other lists or another scope", async () => {
+    const cache = new BlockHashCache();
+    const args = kvCacheAwareArgs.parse({ tokens_per_block: TPB, tokenizer: 'bytes', tokenizer_threads: 0 });
+    const [ctxServers, genServers] = [servers(2, 'context'), servers(2)];
+    const ctx = makeRouter(new KvCacheAwareRouter(kvRoom().poller, cache), 'kv_cache_aware', args, ctxServers, 'context');
+    const gen = makeRouter(new KvCacheAwareRouter(kvRoom().poller, cache), 'kv_cache_aware', args, genServers);
+    routers.push(ctx, gen);
+    const prompt = tokens(17);
+    cacheBlocks(genServers[1], prompt, TPB, 3);
+    const first = request({ prompt });
+    const picked = await ctx.getNextServer(first);
+    expect(picked.info.blockChains?.chains).toEqual([blockHashChain(prompt, TPB)]);
+    const lookups = (): number => cache.hits + cache.misses;
+    const before = lookups();
+    const { server, info } = await gen.getNextServer({ ...first, blockChains: picked.info.blockChains });
+    expect(lookups()).toBe(before);
+    expect(server.url).toBe(genServers[1].url);
+    expect(info.matches).toEqual([0, 12]);
+    // Equal ids in another list, or another cache salt: computed, with the same result.
+    await gen.getNextServer({ ...request({ prompt: [...prompt] }), blockChains: picked.info.blockChains });
+    expect(lookups()).toBe(before + 1);
+    const salted = await gen.getNextServer({ ...request({ prompt, cache_salt: 'tenant-a' }), blockChains: picked.info.blockChains });
+    expect(lookups()).toBe(before + 2);
+    expect(salted.info.matches).toEqual([0, 0]);
   });
 
   it('only counts leading blocks: a gap stops the match', async () => {

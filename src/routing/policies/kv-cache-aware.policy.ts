@@ -5,7 +5,7 @@ import { BlockHashCache, cacheSaltIdOf, DEFAULT_MIN_POLL_GAP_MS, KvEventPoller, 
 import type { ServerState } from '../../servers';
 import { PromptTokenizer } from '../../tokenizer';
 import { BaseRouter } from '../base-router';
-import type { GetNextServerOptions, RouteResult, RoutingKeyConfig, RoutingRequest } from '../router.interface';
+import type { BlockChains, GetNextServerOptions, RouteResult, RoutingKeyConfig, RoutingRequest } from '../router.interface';
 import { ROUTED_BLOCKS_SINK, type RoutedBlocksSink } from '../routed-blocks-sink';
 import { RoutingPolicy } from '../routing-policy.decorator';
 import { conversationKeyOf, ConversationPins } from './conversation-pins';
@@ -125,7 +125,7 @@ export class KvCacheAwareRouter extends BaseRouter<KvCacheAwareArgs> {
     const now = performance.now();
     for (const server of candidates) {
       const algo = server.kvHashAlgo;
-      if (!byAlgo.has(algo)) byAlgo.set(algo, this.hashCache.chains(tokenLists, tpb, algo, saltId));
+      if (!byAlgo.has(algo)) byAlgo.set(algo, earlierChains(request.blockChains, blockScope(algo, tpb, saltId), tokenLists) ?? this.hashCache.chains(tokenLists, tpb, algo, saltId));
       const hashes = byAlgo.get(algo);
       if (!hashes) this.warnOnce(`${server.id}:${algo}`, `${server.url} hashes KV blocks with '${algo}', which this router cannot compute; it gets no prefix matches`);
       const matched = hashes ? this.matchedBlocks(server, hashes, algo, now) * tpb : 0;
@@ -150,6 +150,7 @@ export class KvCacheAwareRouter extends BaseRouter<KvCacheAwareArgs> {
       matches,
       block_hashes: hashes,
       hash_algo: algo,
+      blockChains: byAlgo.get(algo) ? { scope: blockScope(algo, tpb, saltId), lists: tokenLists, chains: hashes } : undefined,
       token_lists: tokenLists,
       server_info: server.serverInfo ?? {},
     });
@@ -267,4 +268,16 @@ export class KvCacheAwareRouter extends BaseRouter<KvCacheAwareArgs> {
     this.timer = undefined;
     await this.tokenizer?.close();
   }
+}
+
+/** What a chain of block keys depends on besides the tokens. */
+function blockScope(algo: string, tokensPerBlock: number, saltId: bigint | undefined): string {
+  return `${algo} ${tokensPerBlock} ${saltId ?? '-'}`;
+}
+
+/** The other pool's chains for this request, when they were computed from these very lists in this scope. */
+function earlierChains(earlier: BlockChains | undefined, scope: string, lists: readonly number[][]): BlockKey[][] | undefined {
+  if (!earlier || earlier.scope !== scope || earlier.lists.length !== lists.length) return undefined;
+  for (let i = 0; i < lists.length; i++) if (earlier.lists[i] !== lists[i]) return undefined;
+  return earlier.chains as BlockKey[][];
 }
