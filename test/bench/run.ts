@@ -13,7 +13,7 @@ import { summarizeProfile } from './lib/cpuprofile';
 import { TRANSPORTS } from './lib/transports';
 
 /**
- * `npm run bench [-- --only=main,latency,platform,transport,ablation,tracing,perf,encoding,messages --seconds=4 --rounds=2
+ * `npm run bench [-- --only=main,latency,platform,transport,ablation,kv-ablation,tracing,perf,encoding,messages --seconds=4 --rounds=2
  * --connections=32 --rate=1000 --warmup=8 --driver=autocannon --profile[=boot|alloc] --profile-targets=router-rr,bare
  * --ab=GIT_REF --upstream=sim --rows=2k,stream]`
  *
