@@ -37,17 +37,15 @@ export function idListTextOf(value: unknown): string | undefined {
 }
 
 /** Stands in for a cut-out list while the rest is parsed; found at the top level, the cut was right. */
-export const ID_CUT_MARK = '"\\u0000ids"';
+const ID_CUT_MARK = '"\\u0000ids"';
 /** What ID_CUT_MARK parses to. */
-export const ID_CUT_VALUE = '\u0000ids';
+const ID_CUT_VALUE = '\u0000ids';
 
 /**
- * The first `"<member>":[ids]` of a JSON text cut out, ID_CUT_MARK in its place: the rest parses
- * without the bulk of the numbers, and the caller checks that the mark came back as the
- * top-level member (else the cut was inside a string or a nested object, and it parses the
- * text whole).
+ * The first `"<member>":[ids]` of a JSON text found, the text around the list and the list's
+ * own text: parseAroundCut then parses the rest without the bulk of the numbers.
  */
-export function cutIdList(text: string, member: string): { rest: string; ids: string } | undefined {
+export function cutIdList(text: string, member: string): { before: string; after: string; ids: string } | undefined {
   const key = `"${member}":`;
   const at = text.indexOf(key);
   if (at < 0) return undefined;
@@ -55,5 +53,22 @@ export function cutIdList(text: string, member: string): { rest: string; ids: st
   ID_LIST.lastIndex = from;
   const m = ID_LIST.exec(text);
   if (!m) return undefined;
-  return { rest: text.slice(0, from) + ID_CUT_MARK + text.slice(from + m[0].length), ids: m[1] };
+  return { before: text.slice(0, from), after: text.slice(from + m[0].length), ids: m[1] };
+}
+
+/**
+ * The JSON object `before` ID_CUT_MARK `after` spells, when the mark came back as its
+ * top-level `member` (so the list cut out was that member's value; the caller puts the list
+ * in the mark's place or deletes it). Undefined when it does not parse (the mark broke a
+ * string) or the mark is anywhere else: the caller then parses the whole text.
+ */
+export function parseAroundCut(before: string, after: string, member: string): Record<string, unknown> | undefined {
+  let rest: unknown;
+  try {
+    rest = JSON.parse(before + ID_CUT_MARK + after);
+  } catch {
+    return undefined;
+  }
+  if (typeof rest !== 'object' || rest === null || Array.isArray(rest)) return undefined;
+  return (rest as Record<string, unknown>)[member] === ID_CUT_VALUE ? (rest as Record<string, unknown>) : undefined;
 }

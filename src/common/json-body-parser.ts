@@ -1,6 +1,6 @@
 import type { FastifyBodyParser, FastifyInstance } from 'fastify';
 import { scanIdList } from './id-list-bytes';
-import { ID_CUT_MARK, ID_CUT_VALUE, MIN_SPLICED_IDS, PROMPT_ID_MEMBERS, rememberIdListText } from './id-list-text';
+import { MIN_SPLICED_IDS, parseAroundCut, PROMPT_ID_MEMBERS, rememberIdListText } from './id-list-text';
 
 /** A body shorter than this cannot hold an id list worth keeping as text. */
 const MIN_ID_BODY_CHARS = MIN_SPLICED_IDS * 2;
@@ -45,15 +45,9 @@ function parseKeepingIdText(body: Buffer): unknown {
     if (at < 0) continue;
     const list = scanIdList(body, at + key.length);
     if (!list) continue;
-    let rest: unknown;
-    try {
-      rest = JSON.parse(body.toString('utf8', 0, list.start) + ID_CUT_MARK + body.toString('utf8', list.end));
-    } catch {
-      break; // the list was inside a string: the mark broke it
-    }
-    // The mark back at the top level: the cut list was the member's value.
-    if (typeof rest !== 'object' || rest === null || Array.isArray(rest) || (rest as Record<string, unknown>)[member] !== ID_CUT_VALUE) break;
-    (rest as Record<string, unknown>)[member] = list.ids;
+    const rest = parseAroundCut(body.toString('utf8', 0, list.start), body.toString('utf8', list.end), member);
+    if (!rest) break;
+    rest[member] = list.ids;
     // Digits, commas, blanks and brackets: latin1 reads them as UTF-8 would, without decoding.
     rememberIdListText(list.ids, body.toString('latin1', list.start, list.end));
     return rest;

@@ -2,7 +2,7 @@ import { conversationIdOf, type RequestKind, type RoutingRequest } from '../rout
 import { protocolOf } from './kind-protocols';
 import type { TextParts } from '../http-session';
 import { serializeRequestText } from './serialize';
-import { cutIdList, ID_CUT_VALUE } from '../common/id-list-text';
+import { cutIdList, parseAroundCut } from '../common/id-list-text';
 import { WorkerBody } from './worker-body';
 
 /**
@@ -189,14 +189,17 @@ export interface ContextAnswerOk {
 export type ContextAnswer = ContextAnswerOk | { ok: false; problem: string };
 
 export function parseContextAnswer(text: string, kind: RequestKind = 'completion'): ContextAnswer {
+  // The ids stay text: they are only spliced into the generation body (and a client's answer).
   const cut = cutIdList(text, 'prompt_token_ids');
-  let json = parseJsonObject(cut ? cut.rest : text);
+  const marked = cut && parseAroundCut(cut.before, cut.after, 'prompt_token_ids');
+  let json: Body | undefined;
   let promptIdsText: string | undefined;
-  if (cut && json?.prompt_token_ids === ID_CUT_VALUE) {
+  if (marked) {
+    json = marked;
     promptIdsText = cut.ids;
     delete json.prompt_token_ids;
-  } else if (cut) {
-    // The member was not the top-level one (or not the only one): parsed whole, as sent.
+  } else {
+    // No list, or not the top-level member's: parsed whole, as sent.
     json = parseJsonObject(text);
   }
   if (!json) return { ok: false, problem: 'an answer that is not a JSON object' };
