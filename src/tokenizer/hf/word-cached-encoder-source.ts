@@ -117,16 +117,22 @@ function wordCachedEncoder(tokenizer, json) {
     if (firsts.length === 0) return (text) => (text.length > 0 ? [text] : []);
     const unit = (c) => '\\\\u' + c.charCodeAt(0).toString(16).padStart(4, '0');
     const starts = new RegExp('[' + firsts.map(unit).join('') + ']', 'g');
+    // One first character (chat models' '<'): indexOf, no match object per hit.
+    const only = firsts.length === 1 ? firsts[0] : undefined;
+    const nextStart = (text, from) => {
+      if (only !== undefined) return text.indexOf(only, from);
+      starts.lastIndex = from;
+      const found = starts.exec(text);
+      return found === null ? -1 : found.index;
+    };
     return (text) => {
       const result = [];
       const n = text.length;
       let start = 0;
       let i = 0;
       for (;;) {
-        starts.lastIndex = i;
-        const found = starts.exec(text);
-        if (found === null) break;
-        i = found.index;
+        i = nextStart(text, i);
+        if (i < 0) break;
         let node = trie;
         let match = null;
         for (let j = i; j < n && (node = node[text[j]]); j++) if (node.end) match = node.end;

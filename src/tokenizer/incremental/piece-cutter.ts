@@ -33,7 +33,8 @@ export class PieceCutter {
   /** Why plain text is not cut, when it is not. */
   readonly textProblem: string | undefined;
   readonly cutsAtTokens: boolean;
-  /** Finds the next place a token may start (a token's first character). */
+  /** Finds the next place a token may start (a token's first character): the one such character, or a class of them. */
+  private readonly firstChar: string | undefined;
   private readonly firstChars: RegExp | undefined;
 
   constructor(tokenizer: Record<string, unknown>, config: Record<string, unknown>, readonly minPiece = MIN_TEXT_PIECE) {
@@ -43,7 +44,9 @@ export class PieceCutter {
     // Every raw-text token is matched (that is how the tokenizer splits); only special ones cut.
     for (const t of raw) this.insert(t.content, t.special === true && t.lstrip !== true);
     const firsts = [...new Set(raw.map((t) => t.content[0]))];
-    this.firstChars = firsts.length ? new RegExp(`[${firsts.map(escapeClassChar).join('')}]`, 'g') : undefined;
+    // Chat models' special tokens all start with '<' (or '['): indexOf finds it without a match object per hit.
+    if (firsts.length === 1) this.firstChar = firsts[0];
+    else if (firsts.length > 1) this.firstChars = new RegExp(`[${firsts.map(escapeClassChar).join('')}]`, 'g');
     this.textProblem = textCutProblem(tokenizer, config);
   }
 
@@ -52,19 +55,19 @@ export class PieceCutter {
     const cuts: number[] = [];
     let segment = 0;
     const n = text.length;
-    const firsts = this.firstChars;
-    if (this.cutsAtTokens && firsts) {
-      firsts.lastIndex = 0;
-      while (firsts.exec(text) !== null) {
-        const i = firsts.lastIndex - 1;
+    if (this.cutsAtTokens) {
+      for (let i = this.tokenStart(text, 0); i >= 0; ) {
         const match = this.longestAt(text, i);
-        if (!match) continue;
+        if (!match) {
+          i = this.tokenStart(text, i + 1);
+          continue;
+        }
         if (match.cuttable && i > 0) {
           if (this.textProblem === undefined) textCuts(text, segment, i, this.minPiece, cuts);
           cuts.push(i);
           segment = i;
         }
-        firsts.lastIndex = i + match.length;
+        i = this.tokenStart(text, i + match.length);
       }
     }
     if (this.textProblem === undefined) textCuts(text, segment, n, this.minPiece, cuts);
@@ -77,6 +80,15 @@ export class PieceCutter {
     }
     pieces.push(text.slice(from));
     return pieces;
+  }
+
+  /** The first place at or after `from` where a token may start; -1 when there is none. */
+  private tokenStart(text: string, from: number): number {
+    if (this.firstChar !== undefined) return text.indexOf(this.firstChar, from);
+    const firsts = this.firstChars;
+    if (!firsts) return -1;
+    firsts.lastIndex = from;
+    return firsts.exec(text)?.index ?? -1;
   }
 
   private insert(content: string, cuttable: boolean): void {
