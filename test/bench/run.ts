@@ -140,6 +140,8 @@ for (const a of ABLATION_SETS) {
 }
 /** kv_cache_aware with one of its parts a no-op (the kv-ablation table). */
 const KV_ABLATION_SETS = ['kvpoll'];
+starters['router-kv-gap0'] = (up) =>
+  startProc({ name: 'router-kv-gap0', script: bin('procs/router.js'), args: [`--config=${routerConfig(up, 'kv_cache_aware', false, { kv_events_min_poll_gap_s: 0 })}`], cpus: PROXY_CPU, logDir });
 for (const a of KV_ABLATION_SETS) {
   starters[`router-kv-${a}`] = (up) => startProc({ name: `router-kv-no-${a.replace(/,/g, '-')}`, script: bin('procs/router.js'), args: [`--config=${routerConfig(up, 'kv_cache_aware')}`, `--ablate=${a}`], cpus: PROXY_CPU, logDir });
 }
@@ -303,6 +305,7 @@ function tables(): TableDef[] {
         { row: 'bare, 2k token ids', target: 'bare', body: tokens2k, stream: false, connections: c },
         { row: 'round_robin, 2k token ids', target: 'router-rr', body: tokens2k, stream: false, connections: c, vs: { bare: 'bare, 2k token ids' } },
         { row: 'kv_cache_aware, full', target: 'router-kv', body: tokens2k, stream: false, connections: c, vs: { bare: 'bare, 2k token ids' } },
+        { row: 'kv_cache_aware, a poll per finish (kv_events_min_poll_gap_s 0)', target: 'router-kv-gap0', body: tokens2k, stream: false, connections: c, vs: { bare: 'bare, 2k token ids', full: 'kv_cache_aware, full' } },
         ...KV_ABLATION_SETS.map((a) => ({ row: `kv_cache_aware without ${a}`, target: `router-kv-${a}`, body: tokens2k, stream: false, connections: c, vs: { bare: 'bare, 2k token ids', full: 'kv_cache_aware, full' } })),
       ],
     },
