@@ -77,7 +77,7 @@ export class BlockHashCache {
     if (!steps || !Number.isInteger(tokensPerBlock) || tokensPerBlock <= 0 || end < tokensPerBlock || end > this.limits.maxTokens) {
       return blockKeyChain(algo, tokenIds, tokensPerBlock, cacheSaltId);
     }
-    const scope = `${algo} ${tokensPerBlock} ${cacheSaltId ?? '-'}`;
+    const scope = blockKeyScope(algo, tokensPerBlock, cacheSaltId);
     const buckets = prefixPrints(tokenIds, tokensPerBlock, end).map((print) => `${scope} ${print}`);
     let best: Entry | undefined;
     let shared = 0;
@@ -159,6 +159,11 @@ export class BlockHashCache {
       if (list!.length === 0) this.buckets.delete(bucket);
     }
   }
+}
+
+/** What a chain of block keys depends on besides the tokens: the algorithm, the block size and the cache salt. */
+export function blockKeyScope(algo: string, tokensPerBlock: number, cacheSaltId?: bigint): string {
+  return `${algo} ${tokensPerBlock} ${cacheSaltId ?? '-'}`;
 }
 
 /** Tokens equal from the start, as the hashes read them (uint32), among the first `end`. */

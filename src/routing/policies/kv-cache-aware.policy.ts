@@ -1,7 +1,7 @@
 import { Inject, Logger, Optional } from '@nestjs/common';
 import { z } from 'zod';
 import { trtllmEnv } from '../../config';
-import { BlockHashCache, cacheSaltIdOf, DEFAULT_MIN_POLL_GAP_MS, KvEventPoller, paddedTokens, TokensPerBlock, workerTokensPerBlock, type BlockKey } from '../../kv-cache';
+import { BlockHashCache, blockKeyScope, cacheSaltIdOf, DEFAULT_MIN_POLL_GAP_MS, KvEventPoller, paddedTokens, TokensPerBlock, workerTokensPerBlock, type BlockKey } from '../../kv-cache';
 import type { ServerState } from '../../servers';
 import { PromptTokenizer } from '../../tokenizer';
 import { BaseRouter } from '../base-router';
@@ -125,7 +125,7 @@ export class KvCacheAwareRouter extends BaseRouter<KvCacheAwareArgs> {
     const now = performance.now();
     for (const server of candidates) {
       const algo = server.kvHashAlgo;
-      if (!byAlgo.has(algo)) byAlgo.set(algo, earlierChains(request.blockChains, blockScope(algo, tpb, saltId), tokenLists) ?? this.hashCache.chains(tokenLists, tpb, algo, saltId));
+      if (!byAlgo.has(algo)) byAlgo.set(algo, earlierChains(request.blockChains, blockKeyScope(algo, tpb, saltId), tokenLists) ?? this.hashCache.chains(tokenLists, tpb, algo, saltId));
       const hashes = byAlgo.get(algo);
       if (!hashes) this.warnOnce(`${server.id}:${algo}`, `${server.url} hashes KV blocks with '${algo}', which this router cannot compute; it gets no prefix matches`);
       const matched = hashes ? this.matchedBlocks(server, hashes, algo, now) * tpb : 0;
@@ -150,7 +150,7 @@ export class KvCacheAwareRouter extends BaseRouter<KvCacheAwareArgs> {
       matches,
       block_hashes: hashes,
       hash_algo: algo,
-      blockChains: byAlgo.get(algo) ? { scope: blockScope(algo, tpb, saltId), lists: tokenLists, chains: hashes } : undefined,
+      blockChains: byAlgo.get(algo) ? { scope: blockKeyScope(algo, tpb, saltId), lists: tokenLists, chains: hashes } : undefined,
       token_lists: tokenLists,
       server_info: server.serverInfo ?? {},
     });
@@ -268,11 +268,6 @@ export class KvCacheAwareRouter extends BaseRouter<KvCacheAwareArgs> {
     this.timer = undefined;
     await this.tokenizer?.close();
   }
-}
-
-/** What a chain of block keys depends on besides the tokens. */
-function blockScope(algo: string, tokensPerBlock: number, saltId: bigint | undefined): string {
-  return `${algo} ${tokensPerBlock} ${saltId ?? '-'}`;
 }
 
 /** The other pool's chains for this request, when they were computed from these very lists in this scope. */
