@@ -135,16 +135,15 @@ starters['router-ab'] = (up) => startProc({ name: 'router-ab', script: abBin('pr
 starters['router-kv-ab'] = (up) => startProc({ name: 'router-kv-ab', script: abBin('procs/router.js'), args: [`--config=${routerConfig(up, 'kv_cache_aware')}`], cpus: PROXY_CPU, logDir });
 
 const ABLATION_SETS = ['hooks', 'als', 'metrics', 'events', 'enhancers', 'hooks,events,enhancers'];
-for (const a of ABLATION_SETS) {
-  starters[`router-${a}`] = (up) => startProc({ name: `router-no-${a.replace(/,/g, '-')}`, script: bin('procs/router.js'), args: [`--config=${routerConfig(up, 'round_robin')}`, `--ablate=${a}`], cpus: PROXY_CPU, logDir });
-}
+/** The router under `policy` with the ablations `list` (router-ablations.ts) applied. */
+const ablated = (name: string, policy: string, list: string): Starter => (up) =>
+  startProc({ name: `${name}-no-${list.replace(/,/g, '-')}`, script: bin('procs/router.js'), args: [`--config=${routerConfig(up, policy)}`, `--ablate=${list}`], cpus: PROXY_CPU, logDir });
+for (const a of ABLATION_SETS) starters[`router-${a}`] = ablated('router', 'round_robin', a);
 /** kv_cache_aware with one of its parts a no-op (the kv-ablation table). */
 const KV_ABLATION_SETS = ['kvpoll'];
+for (const a of KV_ABLATION_SETS) starters[`router-kv-${a}`] = ablated('router-kv', 'kv_cache_aware', a);
 starters['router-kv-gap0'] = (up) =>
   startProc({ name: 'router-kv-gap0', script: bin('procs/router.js'), args: [`--config=${routerConfig(up, 'kv_cache_aware', false, { kv_events_min_poll_gap_s: 0 })}`], cpus: PROXY_CPU, logDir });
-for (const a of KV_ABLATION_SETS) {
-  starters[`router-kv-${a}`] = (up) => startProc({ name: `router-kv-no-${a.replace(/,/g, '-')}`, script: bin('procs/router.js'), args: [`--config=${routerConfig(up, 'kv_cache_aware')}`, `--ablate=${a}`], cpus: PROXY_CPU, logDir });
-}
 for (const t of TRANSPORTS) {
   starters[`t-${t}`] = (up) => startProc({ name: `t-${t}`, script: bin('procs/bare-proxy.js'), args: [...upstreamArgs(up), `--transport=${t}`], cpus: PROXY_CPU, logDir });
 }
