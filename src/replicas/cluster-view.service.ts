@@ -5,6 +5,7 @@ import { ClusterStatus } from '../servers';
 import type { ClusterAdminView } from './cluster-admin-view';
 import { KvEventStream } from './kv-event-stream.service';
 import { KvSnapshots } from './kv-snapshots.service';
+import { WorkerPositions } from './worker-positions';
 import { KvSync } from './kv-sync.service';
 import { PollLeases } from './poll-leases.service';
 import { ReplicaBus } from './replica-bus.service';
@@ -26,6 +27,7 @@ export class ClusterView implements ClusterAdminView, OnModuleInit {
     private readonly sync: KvSync,
     private readonly status: ClusterStatus,
     private readonly metrics: MetricsService,
+    private readonly positions: WorkerPositions,
   ) {}
 
   onModuleInit(): void {
@@ -64,7 +66,7 @@ export class ClusterView implements ClusterAdminView, OnModuleInit {
         ...this.load.peerView().map((p) => ({ ...p, self: false })),
       ],
       workers: this.leases.workerUrls().map((url) => ({ url, owner: this.leases.ownerOf(url) ?? null })),
-      stream: { last_seq: this.stream.lastSeq, lag: this.stream.pending, published: this.stream.published, received: this.stream.received },
+      stream: { last_seq: this.stream.lastSeq, lag: this.stream.pending, published: this.stream.published, received: this.stream.received, gaps: this.stream.gaps, workers_with_gaps: this.positions.gapped() },
       snapshots: { written: this.snapshots.writes, adopted: this.snapshots.adopted, last_parts: this.snapshots.lastParts },
       routed_blocks: { sent: this.routed.sent, received: this.routed.received },
       load: { reports_received: this.load.received, staleness: this.load.ageStats(), publish_interval_ms: this.bus.cluster.load_interval_ms },

@@ -5,6 +5,7 @@ import { normalizeServerUrl } from '../config';
 import { KvEventApplier, parseKvEventsFast, type KvCacheEvent, type KvEventPublisher } from '../kv-cache';
 import { publishAcked } from './acked-publish';
 import { eventMessages } from './event-messages';
+import { KvSnapshots } from './kv-snapshots.service';
 import { ReplicaBus } from './replica-bus.service';
 import { partBytesFor } from './snapshot-parts';
 import { WatchSlot } from './watch-slot';
@@ -20,6 +21,9 @@ import { WorkerPositions } from './worker-positions';
  * stream sequence tells where a replica is, so it resumes after an outage or starts after a
  * snapshot; per worker, messages at or below the sequence its tables hold are skipped.
  */
+/** Header of the messages of a drain whose events start a new epoch (the worker restarted). */
+const EPOCH_START = 'epoch-start';
+
 /** Messages of one drain sent and not yet acknowledged by the stream, at most. */
 const MAX_UNACKED = 4;
 
@@ -32,6 +36,8 @@ export class KvEventStream implements KvEventPublisher, OnModuleDestroy {
   pending = 0;
   published = 0;
   received = 0;
+  /** Times a worker's events on the stream skipped some here (each repaired from its snapshot). */
+  gaps = 0;
   /** Workers polled while the bus was away: their events reached no other replica. */
   readonly unpublished = new Set<string>();
   /** Why the last drain that failed to publish failed. */
@@ -48,6 +54,7 @@ export class KvEventStream implements KvEventPublisher, OnModuleDestroy {
     private readonly bus: ReplicaBus,
     private readonly applier: KvEventApplier,
     private readonly positions: WorkerPositions,
+    private readonly snapshots: KvSnapshots,
   ) {
     this.reader = new WatchSlot(bus);
   }
@@ -66,6 +73,8 @@ export class KvEventStream implements KvEventPublisher, OnModuleDestroy {
     h.set('epoch', String(epoch));
     h.set('replica', this.bus.replicaId);
     h.set('instance', this.bus.instanceId);
+    // These events start the epoch: a reader that knew an older one is whole after them.
+    if (restarted) h.set(EPOCH_START, '1');
     const limit = partBytesFor(this.bus.nc?.info?.max_payload);
     this.sending.set(url, (this.sending.get(url) ?? 0) + 1);
     // After the worker's earlier drain: the stream must keep a worker's messages in drain order.
@@ -161,7 +170,9 @@ export class KvEventStream implements KvEventPublisher, OnModuleDestroy {
   private async read(messages: ConsumerMessages): Promise<void> {
     try {
       for await (const m of messages) {
-        this.onMessage(m);
+        const gap = this.onMessage(m);
+        // Before the next message: the snapshot must replace the tables before later events land on them.
+        if (gap) await this.snapshots.repair(gap);
         this.lastSeq = m.seq;
         this.pending = m.info.pending;
         this.received++;
@@ -171,25 +182,38 @@ export class KvEventStream implements KvEventPublisher, OnModuleDestroy {
     }
   }
 
-  private onMessage(m: JsMsg): void {
+  /** Applies another replica's message; returns the worker's URL when its events showed a gap. */
+  private onMessage(m: JsMsg): string | undefined {
     const url = safeUrl(m.headers?.get('worker'));
-    if (!url || m.seq <= this.positions.streamSeq(url)) return;
+    if (!url || m.seq <= this.positions.streamSeq(url)) return undefined;
     this.positions.setStreamSeq(url, m.seq);
     // This process applied its own drains when it polled them.
-    if (m.headers?.get('instance') === this.bus.instanceId) return;
+    if (m.headers?.get('instance') === this.bus.instanceId) return undefined;
     const epoch = Number(m.headers?.get('epoch')) || 0;
     const mine = this.positions.epoch(url);
     // Sent before a restart this replica already knows of: its ids mean nothing now.
-    if (epoch < mine) return;
+    if (epoch < mine) return undefined;
+    let gap = false;
     if (epoch > mine) {
       this.applier.restart(url);
       this.positions.setEpoch(url, epoch);
+      // Without its start, the epoch's first events reached this replica in a snapshot only.
+      if (m.headers?.get(EPOCH_START)) this.positions.clearGap(url);
+      else gap = true;
     }
+    let events: KvCacheEvent[];
     try {
-      this.applier.apply(url, parseKvEventsFast(m.string()));
+      events = parseKvEventsFast(m.string());
     } catch (err) {
       this.logger.warn(`skipped a malformed event message from ${url}: ${(err as Error).message}`);
+      return undefined;
     }
+    gap ||= skipsEvents(this.applier.lastEventId(url), events);
+    this.applier.apply(url, events);
+    if (!gap || !this.positions.markGap(url)) return undefined;
+    this.gaps++;
+    this.logger.log(`events of ${url} skipped some here (they were handed over in a snapshot): adopting its snapshot`);
+    return url;
   }
 
   async stop(): Promise<void> {
@@ -203,6 +227,16 @@ export class KvEventStream implements KvEventPublisher, OnModuleDestroy {
     // Drains still being cut go out before the bus closes (each publish ends by its ack or the client's timeout).
     await Promise.allSettled([...this.queues.values()]);
   }
+}
+
+/** Whether the first event after `lastId` is not the next id (event ids count up by one per worker). */
+function skipsEvents(lastId: number | undefined, events: readonly KvCacheEvent[]): boolean {
+  if (lastId === undefined) return false;
+  for (const event of events) {
+    const id = event.continues ?? event.event_id;
+    if (id > lastId) return id > lastId + 1;
+  }
+  return false;
 }
 
 function safeUrl(url: string | undefined): string | undefined {

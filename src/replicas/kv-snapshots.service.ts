@@ -32,7 +32,10 @@ interface Snapshot extends Manifest {
 }
 
 const MANIFESTS = 'm.>';
-const manifestKey = (url: string): string => `m.${busKeyOf(url)}`;
+/** Reads of one manifest key while its writer keeps overwriting it, at most. */
+const TORN_READ_ATTEMPTS = 5;
+/** Bucket key of a worker's snapshot manifest. */
+export const manifestKey = (url: string): string => `m.${busKeyOf(url)}`;
 const partKey = (url: string, i: number): string => `p.${busKeyOf(url)}.${i}`;
 
 /**
@@ -78,13 +81,28 @@ export class KvSnapshots implements OnModuleDestroy {
       for await (const key of await kv.keys(MANIFESTS)) keys.push(key);
     });
     for (const key of keys) {
-      const entry = await kv.get(key);
-      const snap = entry && (await this.read(kv, entry));
+      const snap = await this.readLatest(kv, key);
       if (!snap) continue;
       this.adopt(snap);
       lowest = lowest === undefined ? snap.stream_seq : Math.min(lowest, snap.stream_seq);
     }
     return lowest;
+  }
+
+  /**
+   * The worker's tables have a gap (see WorkerPositions.markGap): adopts its stored snapshot
+   * when that is at or ahead of this replica's position. Called by the stream reader before it
+   * reads on, so no later message is applied before the snapshot replaces the tables.
+   */
+  async repair(url: string): Promise<void> {
+    const kv = this.bus.snapshots;
+    if (!kv || !this.positions.hasGap(url)) return;
+    try {
+      const snap = await this.readLatest(kv, manifestKey(url));
+      if (snap) this.adopt(snap);
+    } catch (err) {
+      this.logger.debug(`snapshot of ${url} not read for a gap: ${(err as Error).message}`);
+    }
   }
 
   /** Follows snapshots other replicas write (one ahead of our view means we missed events). */
@@ -125,7 +143,8 @@ export class KvSnapshots implements OnModuleDestroy {
   private async writeNow(server: ServerState, streamSeq: number, force: boolean): Promise<boolean> {
     const kv = this.bus.snapshots;
     const last = this.applier.lastEventId(server.url);
-    if (!kv || last === undefined) return false;
+    // Tables with a gap would overwrite the snapshot that can fill it, at the same position.
+    if (!kv || last === undefined || this.positions.hasGap(server.url)) return false;
     const epoch = this.positions.epoch(server.url);
     const position = `${epoch}:${last}`;
     if (!force && this.written.get(server.url) === position) return false;
@@ -163,8 +182,30 @@ export class KvSnapshots implements OnModuleDestroy {
     return { epoch: this.positions.epoch(url), lastEventId: this.applier.lastEventId(url) };
   }
 
+  /** Ahead of this replica's view; or, while its tables have a gap, at the same position too. */
   private isAheadOfMine(m: Manifest): boolean {
-    return isAhead({ epoch: m.epoch ?? 0, lastEventId: m.last_event_id }, this.position(m.url));
+    const theirs = { epoch: m.epoch ?? 0, lastEventId: m.last_event_id };
+    const mine = this.position(m.url);
+    return isAhead(theirs, mine) || (this.positions.hasGap(m.url) && !isAhead(mine, theirs));
+  }
+
+  /**
+   * The snapshot under a manifest key. A read that caught parts of a newer write (the writer
+   * puts its parts, then its manifest) reads that newer manifest again: a replica starting
+   * while the owner writes must not miss the snapshot and replay the stream without it.
+   */
+  private async readLatest(kv: KV, key: string): Promise<Snapshot | undefined> {
+    let generation: string | undefined;
+    for (let attempt = 0; attempt < TORN_READ_ATTEMPTS; attempt++) {
+      const entry = await kv.get(key);
+      const manifest = entry ? parseManifest(entry) : undefined;
+      // Gone, unreadable, or the same torn generation again: nothing newer to read.
+      if (!entry || !manifest || manifest.generation === generation) return undefined;
+      generation = manifest.generation;
+      const snap = await this.read(kv, entry);
+      if (snap) return snap;
+    }
+    return undefined;
   }
 
   /** The manifest's snapshot with its parts; undefined when unreadable or overwritten meanwhile. */
@@ -199,6 +240,7 @@ export class KvSnapshots implements OnModuleDestroy {
     }
     this.applier.resumeAfter(snap.url, snap.last_event_id);
     this.positions.setEpoch(snap.url, snap.epoch ?? 0);
+    this.positions.clearGap(snap.url);
     this.positions.setStreamSeq(snap.url, Math.max(this.positions.streamSeq(snap.url), snap.stream_seq));
     this.adopted++;
   }

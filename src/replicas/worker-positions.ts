@@ -10,6 +10,8 @@ import { Injectable } from '@nestjs/common';
 export class WorkerPositions {
   private readonly epochs = new Map<string, number>();
   private readonly seqs = new Map<string, number>();
+  /** Workers whose tables missed events read off the stream (see markGap). */
+  private readonly gaps = new Set<string>();
 
   epoch(url: string): number {
     return this.epochs.get(url) ?? 0;
@@ -23,7 +25,29 @@ export class WorkerPositions {
   nextEpoch(url: string): number {
     const epoch = this.epoch(url) + 1;
     this.epochs.set(url, epoch);
+    this.gaps.delete(url);
     return epoch;
+  }
+
+  /**
+   * The worker's events on the stream skipped some (ids not consecutive, or a new epoch read
+   * without its start): the missing ones were handed over by a snapshot only. Until a snapshot
+   * at or ahead of this replica's position replaces its tables, they lack those blocks.
+   * Returns whether the worker was whole until now.
+   */
+  markGap(url: string): boolean {
+    if (this.gaps.has(url)) return false;
+    this.gaps.add(url);
+    return true;
+  }
+
+  hasGap(url: string): boolean {
+    return this.gaps.has(url);
+  }
+
+  /** The worker's tables are whole again (a snapshot replaced them, or its epoch started here). */
+  clearGap(url: string): void {
+    this.gaps.delete(url);
   }
 
   streamSeq(url: string): number {
@@ -37,6 +61,11 @@ export class WorkerPositions {
   /** The stream was re-created (its sequences start from 1 again). */
   resetStreamSeqs(): void {
     this.seqs.clear();
+  }
+
+  /** Workers with a gap (admin view). */
+  gapped(): string[] {
+    return [...this.gaps];
   }
 }
 

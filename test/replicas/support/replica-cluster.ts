@@ -62,7 +62,7 @@ export interface ClusterDetail {
   bus: { state: string; resyncs: number; outages: number };
   replicas: { replica: string; self: boolean }[];
   workers: { url: string; owner: string | null }[];
-  stream: { last_seq: number; lag: number; received: number };
+  stream: { last_seq: number; lag: number; received: number; gaps: number; workers_with_gaps: string[] };
   snapshots: { written: number; adopted: number };
   routed_blocks: { sent: number; received: number };
 }

@@ -1,5 +1,8 @@
 import { afterAll, beforeAll } from '@jest/globals';
+import type { KV } from '@nats-io/kv';
 import type { KvCacheEvent } from '../../../src/kv-cache';
+import { manifestKey as snapshotManifestKey } from '../../../src/replicas/kv-snapshots.service';
+import { ReplicaBus } from '../../../src/replicas/replica-bus.service';
 import { FakeWorker, generationHandler } from '../../support/fake-worker';
 import { startNats, type NatsServer } from '../../support/nats-server';
 import { startRouter } from '../../support/router-app';
@@ -14,6 +17,10 @@ export interface ScriptedWorkerReplicas {
   readonly drains: string[];
   /** Starts one more replica (fast leases, polls and snapshots). */
   start(id: string): Promise<Replica>;
+  /** The worker's snapshot manifest as stored in the bus bucket (undefined: none). */
+  storedManifest(): Promise<{ epoch?: number; last_event_id: number } | undefined>;
+  /** Takes the worker's snapshot manifest out of the bucket; the returned function puts it back as it was. */
+  hideSnapshot(): Promise<() => Promise<void>>;
 }
 
 /** Registers beforeAll/afterAll: NATS, the worker, and replicas `ids` started in order (`cluster`: settings over the fast ones). */
@@ -47,7 +54,28 @@ export function useScriptedWorkerReplicas(ids: readonly string[], cluster: { lea
       replicas.push(replica);
       return replica;
     },
+    async storedManifest() {
+      const entry = await bucket().get(manifestKey());
+      return entry?.operation === 'PUT' ? entry.json<{ epoch?: number; last_event_id: number }>() : undefined;
+    },
+    async hideSnapshot() {
+      const kv = bucket();
+      const entry = await kv.get(manifestKey());
+      if (entry?.operation !== 'PUT') throw new Error('no stored snapshot to hide');
+      const value = entry.value;
+      await kv.delete(manifestKey());
+      return async () => {
+        await kv.put(manifestKey(), value);
+      };
+    },
   };
+  // Through the first replica's own bus connection: the test reads and edits the bucket as a replica would.
+  const bucket = (): KV => {
+    const kv = replicas[0]?.app.get(ReplicaBus).snapshots;
+    if (!kv) throw new Error('no replica is connected to the bus');
+    return kv;
+  };
+  const manifestKey = (): string => snapshotManifestKey(fixture.worker.url);
 
   beforeAll(async () => {
     nats = await startNats();
