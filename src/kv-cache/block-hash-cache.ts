@@ -1,3 +1,4 @@
+import { LazyRecency } from '../common/lazy-recency';
 import { blockKeyChain, chainSteps, type ChainState } from './hash-algos';
 import type { KvBlockHash } from './kv-events';
 
@@ -20,6 +21,8 @@ interface Entry {
   readonly tokens: Uint32Array;
   readonly states: ChainState[];
   readonly keys: KvBlockHash[];
+  /** When it was last put at the back of the LRU order (LazyRecency). */
+  stamp: number;
 }
 
 /**
@@ -39,6 +42,7 @@ export class BlockHashCache {
   private readonly buckets = new Map<string, Entry[]>();
   /** Least recently used first. */
   private readonly lru = new Set<Entry>();
+  private readonly recency = new LazyRecency();
   private storedTokens = 0;
   /** Prompts whose whole chain was cached, and the others. */
   hits = 0;
@@ -110,7 +114,7 @@ export class BlockHashCache {
     }
     // The prompt an earlier one grew into stands for it from now on.
     if (best && shared === best.tokens.length) this.drop(best);
-    this.store({ buckets, tokens: uint32Copy(tokenIds, end), states, keys });
+    this.store({ buckets, tokens: uint32Copy(tokenIds, end), states, keys, stamp: this.recency.next() });
     return keys.slice();
   }
 
@@ -135,8 +139,10 @@ export class BlockHashCache {
     }
   }
 
-  /** Most recently used last, in the LRU order and in its buckets alike. */
+  /** Most recently used last (lazily: see LazyRecency), in the LRU order and in its buckets alike. */
   private touch(entry: Entry): void {
+    if (!this.recency.due(entry.stamp, this.lru.size)) return;
+    entry.stamp = this.recency.next();
     this.lru.delete(entry);
     this.lru.add(entry);
     for (const bucket of entry.buckets) {

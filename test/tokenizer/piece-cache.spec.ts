@@ -79,4 +79,19 @@ describe('PieceCache', () => {
     expect(cache.get('tok', 'p0')?.json).toBe('0');
     expect(cache.get('tok', 'p3')?.json).toBe('3');
   });
+
+  it('keeps a piece used between every insertion while the others go oldest first', () => {
+    const perEntry = 'p000'.length * 2 + 4 + 4 + 160;
+    const cache = new PieceCache(perEntry * 100);
+    const name = (i: number): string => `p${String(i).padStart(3, '0')}`;
+    for (let i = 0; i < 100; i++) cache.set('tok', name(i), ids(1000 + i));
+    for (let i = 100; i < 300; i++) {
+      expect(cache.get('tok', 'p000')?.json).toBe('1000');
+      cache.set('tok', name(i), ids(1000 + i));
+    }
+    expect(cache.entries).toBe(100);
+    // The newest 99 and the hot one: every other piece went, oldest first.
+    expect(cache.get('tok', name(200))).toBeUndefined();
+    for (let i = 201; i < 300; i++) expect(cache.get('tok', name(i))?.json).toBe(String(1000 + i));
+  });
 });

@@ -1,3 +1,4 @@
+import { LazyRecency } from '../../common/lazy-recency';
 import { createHash } from 'node:crypto';
 
 /** Conversations whose server is remembered, least recently routed dropped first (TensorRT-LLM's bound). */
@@ -46,7 +47,8 @@ function computeKey(messages: readonly unknown[], tokenIds: readonly number[] | 
  * so a worker that evicted some of its blocks does not scatter the conversation.
  */
 export class ConversationPins {
-  private readonly pins = new Map<string, string>();
+  private readonly pins = new Map<string, { serverId: string; stamp: number }>();
+  private readonly recency = new LazyRecency();
 
   constructor(private readonly capacity = CONVERSATION_PIN_CAPACITY) {}
 
@@ -56,13 +58,18 @@ export class ConversationPins {
 
   /** The server id the conversation was last routed to. */
   serverOf(key: string): string | undefined {
-    return this.pins.get(key);
+    return this.pins.get(key)?.serverId;
   }
 
-  /** Records the route, the conversation becoming the most recent. */
+  /** Records the route, the conversation becoming the most recent (lazily: see LazyRecency). */
   pin(key: string, serverId: string): void {
-    this.pins.delete(key);
-    this.pins.set(key, serverId);
+    const pinned = this.pins.get(key);
+    if (pinned && !this.recency.due(pinned.stamp, this.pins.size)) {
+      pinned.serverId = serverId;
+      return;
+    }
+    if (pinned) this.pins.delete(key);
+    this.pins.set(key, { serverId, stamp: this.recency.next() });
     if (this.pins.size <= this.capacity) return;
     const oldest = this.pins.keys().next().value;
     if (oldest !== undefined) this.pins.delete(oldest);

@@ -1,3 +1,4 @@
+import { LazyRecency } from '../../common/lazy-recency';
 /** What a cached piece costs besides its text and ids: the entry, the map slot, the typed array. */
 const ENTRY_OVERHEAD_BYTES = 160;
 
@@ -15,6 +16,8 @@ interface Entry extends PieceIds {
   readonly bytes: number;
   /** Another piece under the same print (another text, or another tokenizer's ids of this one). */
   next?: Entry;
+  /** When the print was last put at the back of the map (LazyRecency; the chain's head holds it). */
+  stamp: number;
 }
 
 /** A piece's ids with their JSON members, for a piece the cache does not hold. */
@@ -38,7 +41,7 @@ const MAX_CHAIN = 8;
 
 /**
  * Token ids of prompt pieces, keyed by the piece's text and its tokenizer, least recently used
- * dropped first once the bytes held (text at 2 bytes a character, ids at 4 bytes a token, their
+ * (LazyRecency) dropped first once the bytes held (text at 2 bytes a character, ids at 4 bytes a token, their
  * JSON text at a byte a character, plus a fixed overhead per entry) pass the bound.
  *
  * The map is keyed by a print of the text (its length and a few dozen of its characters), not
@@ -48,6 +51,7 @@ const MAX_CHAIN = 8;
  */
 export class PieceCache {
   private readonly map = new Map<number, Entry>();
+  private readonly recency = new LazyRecency();
   private held = 0;
   private count = 0;
   readonly stats: PieceCacheStats = { hits: 0, misses: 0, hitTokens: 0, missTokens: 0, evictions: 0, uncut: new Map() };
@@ -83,9 +87,12 @@ export class PieceCache {
     }
     this.stats.hits++;
     this.stats.hitTokens += e.ids.length;
-    // Most recently used last: the map's order is the eviction order.
-    this.map.delete(key);
-    this.map.set(key, head);
+    // Most recently used last (lazily: see LazyRecency): the map's order is the eviction order.
+    if (this.recency.due(head.stamp, this.map.size)) {
+      this.map.delete(key);
+      head.stamp = this.recency.next();
+      this.map.set(key, head);
+    }
     return e;
   }
 
@@ -101,7 +108,7 @@ export class PieceCache {
     for (let e = head; e; e = e.next, chain++) if (e.owner === owner && e.text === text) return e;
     if (chain >= MAX_CHAIN) return piece;
     if (head) this.map.delete(key);
-    this.map.set(key, { owner, text: ownCopy(text), ...piece, bytes, next: head });
+    this.map.set(key, { owner, text: ownCopy(text), ...piece, bytes, next: head, stamp: this.recency.next() });
     this.held += bytes;
     this.count++;
     this.evict();
