@@ -133,6 +133,15 @@ const AB_REF = args.get('ab');
 const abBin = (p: string): string => join(root, 'dist-bench/ab/test/bench', p);
 starters['router-ab'] = (up) => startProc({ name: 'router-ab', script: abBin('procs/router.js'), args: [`--config=${routerConfig(up, 'round_robin')}`], cpus: PROXY_CPU, logDir });
 starters['router-kv-ab'] = (up) => startProc({ name: 'router-kv-ab', script: abBin('procs/router.js'), args: [`--config=${routerConfig(up, 'kv_cache_aware')}`], cpus: PROXY_CPU, logDir });
+starters['router-kv-qwen3-cache-ab'] = (up) =>
+  startProc({
+    name: 'router-kv-qwen3-cache-ab',
+    script: abBin('procs/router.js'),
+    args: [`--config=${routerConfig(up, 'kv_cache_aware', false, { tokenizer_dir: QWEN3_TOKENIZER_DIR, tokenizer_cache_mb: CHAT_CACHE_MB })}`],
+    cpus: PROXY_CPU,
+    logDir,
+    timeoutMs: TOKENIZER_BOOT_MS,
+  });
 
 const ABLATION_SETS = ['hooks', 'als', 'metrics', 'events', 'enhancers', 'hooks,events,enhancers'];
 /** The router under `policy` with the ablations `list` (router-ablations.ts) applied. */
@@ -243,6 +252,9 @@ function tables(): TableDef[] {
         { row: 'kv_cache_aware now, 2k token ids', target: 'router-kv', body: tokens2k, stream: false, connections: c, vs: { bare: 'bare, 2k token ids', before: `kv_cache_aware at ${AB_REF}, 2k token ids` } },
         { row: 'bare, 9k-token text', target: 'bare', body: text9k, stream: false, connections: c },
         { row: 'kv_cache_aware now, 9k-token text, Qwen3 tokenizer', target: 'router-kv-text', body: text9k, stream: false, connections: c, vs: { bare: 'bare, 9k-token text' } },
+        { row: 'round_robin now, chats', target: 'router-rr', body: '', stream: false, connections: c, path: CHAT_PATH, chatTurns: CHAT_WORKLOAD.turns },
+        { row: `kv_cache_aware Qwen3 at ${AB_REF}, chats, cache on`, target: 'router-kv-qwen3-cache-ab', body: '', stream: false, connections: c, path: CHAT_PATH, chatTurns: CHAT_WORKLOAD.turns, vs: { rr: 'round_robin now, chats' } },
+        { row: 'kv_cache_aware Qwen3 now, chats, cache on', target: 'router-kv-qwen3-cache', body: '', stream: false, connections: c, path: CHAT_PATH, chatTurns: CHAT_WORKLOAD.turns, vs: { rr: 'round_robin now, chats', before: `kv_cache_aware Qwen3 at ${AB_REF}, chats, cache on` } },
         { row: `direct, paced ${PACED_RATE}/s`, target: 'direct', body: plain, stream: false, connections: c, rate: PACED_RATE },
         { row: `bare, paced ${PACED_RATE}/s`, target: 'bare', body: plain, stream: false, connections: c, rate: PACED_RATE, vs: { direct: `direct, paced ${PACED_RATE}/s` } },
         { row: `router at ${AB_REF}, paced ${PACED_RATE}/s`, target: 'router-ab', body: plain, stream: false, connections: c, rate: PACED_RATE, vs: { bare: `bare, paced ${PACED_RATE}/s` } },
