@@ -15,12 +15,14 @@ import { chatConversations } from '../lib/chat-workload';
  * Stage figures are wall time of the synchronous parts (a thread hop's wait is not counted);
  * "all" is the process' CPU (every thread) per request.
  *
- *   node test/bench/build.mjs && node dist-bench/test/bench/tokenizer/chat-path-cost.js [--model=qwen3|llama3 --cache-mb=16 --rounds=3]
+ *   node test/bench/build.mjs && node dist-bench/test/bench/tokenizer/chat-path-cost.js [--model=qwen3|llama3 --cache-mb=16 --rounds=3 --turns=8]
  */
 const args = new Map(process.argv.slice(2).map((a) => a.replace(/^--/, '').split('=') as [string, string]));
 const MODEL = args.get('model') ?? 'qwen3';
 const CACHE_MB = Number(args.get('cache-mb') ?? 16);
 const ROUNDS = Math.min(Number(args.get('rounds') ?? 3), 20);
+/** `--turns=1`: first turns only, each new to the cache but for the shared system prompt. */
+const TURNS = Math.min(Math.max(Number(args.get('turns') ?? 8), 1), 8);
 const TPB = 32;
 
 const STAGES = ['parse', 'tokenize', 'hash', 'table', 'serialize'] as const;
@@ -36,7 +38,7 @@ async function main(): Promise<void> {
   const roundBodies = (seed: number): Buffer[] => {
     const conversations = chatConversations({ model: 'm', conversations: 64, turns: 8, seed });
     const out: Buffer[] = [];
-    for (let turn = 0; turn < 8; turn++) for (const c of conversations) out.push(Buffer.from(c[turn]));
+    for (let turn = 0; turn < TURNS; turn++) for (const c of conversations) out.push(Buffer.from(c[turn]));
     return out;
   };
   const spent = new Map<Stage, number>(STAGES.map((s) => [s, 0]));
