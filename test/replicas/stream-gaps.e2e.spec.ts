@@ -1,10 +1,9 @@
 import { describe, expect, it } from '@jest/globals';
-import { serializeKvEvents, type KvCacheEvent } from '../../src/kv-cache';
+import { serializeKvEvents } from '../../src/kv-cache';
 import { waitFor } from '../support/router-app';
-import { clusterAdmin, clusterInfo, confirmed, waitForOwnership, type Replica } from './support/replica-cluster';
-import { storedBlocks, useScriptedWorkerReplicas } from './support/scripted-worker-replicas';
+import { clusterAdmin, clusterInfo, waitForOwnership } from './support/replica-cluster';
+import { createdCache, storedBlocks, useScriptedWorkerReplicas } from './support/scripted-worker-replicas';
 
-const created = (id: number): KvCacheEvent => ({ event_id: id, data: { type: 'created', num_blocks_per_cache_level: [64, 0] } });
 
 /**
  * Events a replica polled during a bus outage reach the others in its hand-over snapshot, not
@@ -14,16 +13,11 @@ const created = (id: number): KvCacheEvent => ({ event_id: id, data: { type: 'cr
  */
 describe('router replicas: events missing from the stream', () => {
   const fixture = useScriptedWorkerReplicas(['r1', 'r2']);
-  const { replicas, drains } = fixture;
-  const holds = (r: Replica, hashes: bigint[]): boolean => {
-    const table = confirmed(r.app, fixture.worker.url);
-    return table.size === hashes.length && hashes.every((h) => table.has(h));
-  };
-  const allHold = (hashes: bigint[], what: string) => waitFor(() => drains.length === 0 && replicas.every((r) => holds(r, hashes)), 15_000, what);
+  const { replicas, drains, holds, allHold } = fixture;
 
   it('a replica that replays the stream past the outage adopts the hand-over snapshot at its own position', async () => {
     await waitForOwnership(replicas, 1);
-    drains.push(serializeKvEvents([created(1), storedBlocks(2, [41n])]));
+    drains.push(serializeKvEvents([createdCache(1), storedBlocks(2, [41n])]));
     await allHold([41n], 'the first blocks everywhere');
     await fixture.nats.stop();
     await waitFor(async () => (await Promise.all(replicas.map(clusterInfo))).every((i) => (i.cluster as { degraded: boolean }).degraded), 10_000, 'degraded');

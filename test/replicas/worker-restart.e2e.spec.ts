@@ -1,10 +1,9 @@
 import { describe, expect, it } from '@jest/globals';
 import { serializeKvEvents, type KvCacheEvent } from '../../src/kv-cache';
 import { waitFor } from '../support/router-app';
-import { clusterAdmin, clusterInfo, confirmed, waitForOwnership, type Replica } from './support/replica-cluster';
-import { storedBlocks, useScriptedWorkerReplicas } from './support/scripted-worker-replicas';
+import { clusterAdmin, clusterInfo, waitForOwnership } from './support/replica-cluster';
+import { createdCache, storedBlocks, useScriptedWorkerReplicas } from './support/scripted-worker-replicas';
 
-const created = (id: number): KvCacheEvent => ({ event_id: id, data: { type: 'created', num_blocks_per_cache_level: [64, 0] } });
 const stored = (id: number, ...hashes: bigint[]): KvCacheEvent => storedBlocks(id, hashes);
 
 /**
@@ -13,19 +12,14 @@ const stored = (id: number, ...hashes: bigint[]): KvCacheEvent => storedBlocks(i
  */
 describe('router replicas: a worker restart reaches every replica', () => {
   const fixture = useScriptedWorkerReplicas(['r1', 'r2']);
-  const { replicas, drains } = fixture;
-  const holds = (r: Replica, hashes: bigint[]): boolean => {
-    const table = confirmed(r.app, fixture.worker.url);
-    return table.size === hashes.length && hashes.every((h) => table.has(h));
-  };
-  const allHold = (hashes: bigint[], what: string) => waitFor(() => drains.length === 0 && replicas.every((r) => holds(r, hashes)), 15_000, what);
+  const { replicas, drains, holds, allHold } = fixture;
 
   it('the owner tells the others through the stream', async () => {
     await waitForOwnership(replicas, 1);
-    drains.push(serializeKvEvents([created(1), stored(2, 11n, 12n), stored(3, 13n)]));
+    drains.push(serializeKvEvents([createdCache(1), stored(2, 11n, 12n), stored(3, 13n)]));
     await allHold([11n, 12n, 13n], 'the first cache everywhere');
     // Restarted: ids 1 and 2 again, a new cache.
-    drains.push(serializeKvEvents([created(1), stored(2, 21n)]));
+    drains.push(serializeKvEvents([createdCache(1), stored(2, 21n)]));
     await allHold([21n], 'the restarted cache everywhere');
     drains.push(serializeKvEvents([stored(3, 22n)]));
     await allHold([21n, 22n], 'later events everywhere');
@@ -35,7 +29,7 @@ describe('router replicas: a worker restart reaches every replica', () => {
     await fixture.nats.stop();
     await waitFor(async () => (await Promise.all(replicas.map(clusterInfo))).every((i) => (i.cluster as { degraded: boolean }).degraded), 10_000, 'degraded');
     // One replica (the outage share) drains the restarted worker; the other never sees these events.
-    drains.push(serializeKvEvents([created(1), stored(2, 31n)]));
+    drains.push(serializeKvEvents([createdCache(1), stored(2, 31n)]));
     await waitFor(() => drains.length === 0 && replicas.some((r) => holds(r, [31n])), 10_000, 'the restart drained');
     expect(replicas.filter((r) => holds(r, [31n]))).toHaveLength(1);
     await fixture.nats.start();

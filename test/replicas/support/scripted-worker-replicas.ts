@@ -5,8 +5,8 @@ import { manifestKey as snapshotManifestKey } from '../../../src/replicas/kv-sna
 import { ReplicaBus } from '../../../src/replicas/replica-bus.service';
 import { FakeWorker, generationHandler } from '../../support/fake-worker';
 import { startNats, type NatsServer } from '../../support/nats-server';
-import { startRouter } from '../../support/router-app';
-import { TOKEN, type Replica } from './replica-cluster';
+import { startRouter, waitFor } from '../../support/router-app';
+import { confirmed, TOKEN, type Replica } from './replica-cluster';
 
 /** One scripted worker behind replicas that share a real NATS; its drains answer `drains` in order. */
 export interface ScriptedWorkerReplicas {
@@ -17,6 +17,10 @@ export interface ScriptedWorkerReplicas {
   readonly drains: string[];
   /** Starts one more replica (fast leases, polls and snapshots). */
   start(id: string): Promise<Replica>;
+  /** Whether the replica's confirmed table of the worker holds exactly these blocks. */
+  holds(r: Replica, hashes: readonly bigint[]): boolean;
+  /** Waits until every drain was taken and every replica holds exactly these blocks. */
+  allHold(hashes: readonly bigint[], what: string): Promise<void>;
   /** The worker's snapshot manifest as stored in the bus bucket (undefined: none). */
   storedManifest(): Promise<{ epoch?: number; last_event_id: number } | undefined>;
   /** Takes the worker's snapshot manifest out of the bucket; the returned function puts it back as it was. */
@@ -54,6 +58,11 @@ export function useScriptedWorkerReplicas(ids: readonly string[], cluster: { lea
       replicas.push(replica);
       return replica;
     },
+    holds(r, hashes) {
+      const table = confirmed(r.app, fixture.worker.url);
+      return table.size === hashes.length && hashes.every((h) => table.has(h));
+    },
+    allHold: (hashes, what) => waitFor(() => drains.length === 0 && replicas.every((r) => fixture.holds(r, hashes)), 15_000, what),
     async storedManifest() {
       const entry = await bucket().get(manifestKey());
       return entry?.operation === 'PUT' ? entry.json<{ epoch?: number; last_event_id: number }>() : undefined;
@@ -90,6 +99,11 @@ export function useScriptedWorkerReplicas(ids: readonly string[], cluster: { lea
     await nats?.close();
   });
   return fixture;
+}
+
+/** A `created` event: the worker's cache (re)starts empty. */
+export function createdCache(id: number): KvCacheEvent {
+  return { event_id: id, data: { type: 'created', num_blocks_per_cache_level: [64, 0] } };
 }
 
 /** A `stored` event of blocks with these hashes (no parent, no tokens). */
