@@ -143,8 +143,9 @@ export class KvSnapshots implements OnModuleDestroy {
   private async writeNow(server: ServerState, streamSeq: number, force: boolean): Promise<boolean> {
     const kv = this.bus.snapshots;
     const last = this.applier.lastEventId(server.url);
-    // Tables with a gap would overwrite the snapshot that can fill it, at the same position.
-    if (!kv || last === undefined || this.positions.hasGap(server.url)) return false;
+    // Tables with a gap would overwrite the snapshot that can fill it, at the same position; a
+    // hand-over (forced) still goes: the events only this replica polled matter more than the gap.
+    if (!kv || last === undefined || (!force && this.positions.hasGap(server.url))) return false;
     const epoch = this.positions.epoch(server.url);
     const position = `${epoch}:${last}`;
     if (!force && this.written.get(server.url) === position) return false;
