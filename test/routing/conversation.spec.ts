@@ -118,6 +118,29 @@ describe('conversation', () => {
     expect(r.sessionServer('c')).toBeDefined();
   });
 
+  it('keeps a session used on every request while the others go oldest first, its bytes counted once', async () => {
+    const { r } = make({ max_sessions: 10 });
+    const bytesOfOne = async (): Promise<number> => {
+      const { r: alone } = make();
+      await alone.getNextServer(request(conv('hot', 'hot turn')));
+      return alone.sessionTableBytes;
+    };
+    const cold = (i: number): string => `cold-${String(i).padStart(2, '0')}`;
+    for (let i = 0; i < 10; i++) await r.getNextServer(request(conv(cold(i), 'c')));
+    for (let i = 10; i < 40; i++) {
+      await r.getNextServer(request(conv('hot', 'hot turn')));
+      await r.getNextServer(request(conv(cold(i), 'c')));
+    }
+    expect(r.sessionCount).toBe(10);
+    expect(r.sessionServer('hot')).toBeDefined();
+    // The newest nine cold sessions and the hot one.
+    expect(r.sessionServer(cold(30))).toBeUndefined();
+    for (let i = 31; i < 40; i++) expect(r.sessionServer(cold(i))).toBeDefined();
+    const { r: oneCold } = make();
+    await oneCold.getNextServer(request(conv(cold(0), 'c')));
+    expect(r.sessionTableBytes).toBe((await bytesOfOne()) + 9 * oneCold.sessionTableBytes);
+  });
+
   it('evicts the least recently used sessions beyond max_table_bytes, and gives the bytes back', async () => {
     const { r, s } = make({ max_table_bytes: 20_000 });
     for (let i = 0; i < 40; i++) {

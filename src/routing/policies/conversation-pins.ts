@@ -1,5 +1,5 @@
-import { LazyRecency } from '../../common/lazy-recency';
 import { createHash } from 'node:crypto';
+import { LazyRecency } from '../../common/lazy-recency';
 
 /** Conversations whose server is remembered, least recently routed dropped first (TensorRT-LLM's bound). */
 export const CONVERSATION_PIN_CAPACITY = 50_000;

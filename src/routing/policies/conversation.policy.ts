@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { LazyRecency } from '../../common/lazy-recency';
 import { trtllmEnv } from '../../config';
 import { blockHashChain, BlockHashTrie, type BlockKey } from '../../kv-cache';
 import type { ServerState } from '../../servers';
@@ -33,6 +34,8 @@ interface Session {
   hashes: BlockKey[];
   /** What the session costs the table (sessionBytes). */
   bytes: number;
+  /** When it was last put at the back of the recency order (LazyRecency). */
+  stamp: number;
 }
 
 /** Per session: the map entry, its object and array. */
@@ -61,8 +64,9 @@ type Match = 'sticky' | 'implicit' | 'fallback';
 @RoutingPolicy('conversation', conversationArgs)
 export class ConversationRouter extends BaseRouter<ConversationArgs> {
   private readonly picker = new LeastLoadedPicker();
-  /** Insertion order is recency order: the first entry is the least recently used. */
+  /** Insertion order is recency order (moved lazily: LazyRecency): the first entry is the least recently used. */
   private readonly sessions = new Map<string, Session>();
+  private readonly recency = new LazyRecency();
   private readonly trie = new BlockHashTrie();
   private readonly contentLoad = new Map<ServerState, number>();
   private readonly contentByRequest = new Map<string, { server: ServerState; weight: number }>();
@@ -136,9 +140,16 @@ export class ConversationRouter extends BaseRouter<ConversationArgs> {
 
   private remember(conversationId: string, server: ServerState, hashes: BlockKey[]): void {
     const old = this.sessions.get(conversationId);
-    if (old) this.forget(conversationId);
     const bytes = sessionBytes(conversationId, hashes);
-    this.sessions.set(conversationId, { server, hashes, bytes });
+    // A session used again in the newer half keeps its place (set() on a key keeps its order).
+    const stays = old !== undefined && !this.recency.due(old.stamp, this.sessions.size);
+    if (old && stays) {
+      this.tableBytes -= old.bytes;
+      this.trie.remove(conversationId, old.hashes);
+    } else if (old) {
+      this.forget(conversationId);
+    }
+    this.sessions.set(conversationId, { server, hashes, bytes, stamp: stays ? old.stamp : this.recency.next() });
     this.tableBytes += bytes;
     this.trie.insert(conversationId, hashes);
     while (this.sessions.size > this.args.max_sessions || (this.tableBytes > this.args.max_table_bytes && this.sessions.size > 1)) {
