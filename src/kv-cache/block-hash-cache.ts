@@ -1,4 +1,5 @@
 import { LazyRecency } from '../common/lazy-recency';
+import { OldestFirst } from '../common/oldest-first';
 import { blockKeyChain, chainSteps, type ChainState } from './hash-algos';
 import type { KvBlockHash } from './kv-events';
 
@@ -43,6 +44,7 @@ export class BlockHashCache {
   /** Least recently used first. */
   private readonly lru = new Set<Entry>();
   private readonly recency = new LazyRecency();
+  private readonly oldest = new OldestFirst(() => this.lru.values());
   private storedTokens = 0;
   /** Prompts whose whole chain was cached, and the others. */
   hits = 0;
@@ -121,6 +123,7 @@ export class BlockHashCache {
   clear(): void {
     this.buckets.clear();
     this.lru.clear();
+    this.oldest.reset();
     this.storedTokens = 0;
   }
 
@@ -133,8 +136,9 @@ export class BlockHashCache {
     }
     this.lru.add(entry);
     this.storedTokens += entry.tokens.length;
-    for (const oldest of this.lru) {
-      if (this.storedTokens <= this.limits.maxTokens && this.lru.size <= this.limits.maxEntries) break;
+    while (this.storedTokens > this.limits.maxTokens || this.lru.size > this.limits.maxEntries) {
+      const oldest = this.oldest.take();
+      if (!oldest) break;
       this.drop(oldest);
     }
   }

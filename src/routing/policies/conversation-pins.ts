@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { LazyRecency } from '../../common/lazy-recency';
+import { OldestFirst } from '../../common/oldest-first';
 
 /** Conversations whose server is remembered, least recently routed dropped first (TensorRT-LLM's bound). */
 export const CONVERSATION_PIN_CAPACITY = 50_000;
@@ -50,6 +51,7 @@ function computeKey(messages: readonly unknown[], tokenIds: readonly number[] | 
 export class ConversationPins {
   private readonly pins = new Map<string, { serverId: string; stamp: number }>();
   private readonly recency = new LazyRecency();
+  private readonly oldest = new OldestFirst(() => this.pins.keys());
 
   constructor(private readonly capacity = CONVERSATION_PIN_CAPACITY) {}
 
@@ -72,7 +74,7 @@ export class ConversationPins {
     if (pinned) this.pins.delete(key);
     this.pins.set(key, { serverId, stamp: this.recency.next() });
     if (this.pins.size <= this.capacity) return;
-    const oldest = this.pins.keys().next().value;
+    const oldest = this.oldest.take();
     if (oldest !== undefined) this.pins.delete(oldest);
   }
 }

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { LazyRecency } from '../../common/lazy-recency';
+import { OldestFirst } from '../../common/oldest-first';
 import { trtllmEnv } from '../../config';
 import { blockHashChain, BlockHashTrie, type BlockKey } from '../../kv-cache';
 import type { ServerState } from '../../servers';
@@ -67,6 +68,7 @@ export class ConversationRouter extends BaseRouter<ConversationArgs> {
   /** Insertion order is recency order (moved lazily: LazyRecency): the first entry is the least recently used. */
   private readonly sessions = new Map<string, Session>();
   private readonly recency = new LazyRecency();
+  private readonly oldest = new OldestFirst(() => this.sessions.keys());
   private readonly trie = new BlockHashTrie();
   private readonly contentLoad = new Map<ServerState, number>();
   private readonly contentByRequest = new Map<string, { server: ServerState; weight: number }>();
@@ -153,7 +155,9 @@ export class ConversationRouter extends BaseRouter<ConversationArgs> {
     this.tableBytes += bytes;
     this.trie.insert(conversationId, hashes);
     while (this.sessions.size > this.args.max_sessions || (this.tableBytes > this.args.max_table_bytes && this.sessions.size > 1)) {
-      this.forget(this.sessions.keys().next().value!);
+      const oldest = this.oldest.take();
+      if (oldest === undefined) break;
+      this.forget(oldest);
     }
   }
 

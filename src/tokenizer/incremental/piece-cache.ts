@@ -1,4 +1,5 @@
 import { LazyRecency } from '../../common/lazy-recency';
+import { OldestFirst } from '../../common/oldest-first';
 /** What a cached piece costs besides its text and ids: the entry, the map slot, the typed array. */
 const ENTRY_OVERHEAD_BYTES = 160;
 
@@ -52,6 +53,7 @@ const MAX_CHAIN = 8;
 export class PieceCache {
   private readonly map = new Map<number, Entry>();
   private readonly recency = new LazyRecency();
+  private readonly oldest = new OldestFirst(() => this.map.keys());
   private held = 0;
   private count = 0;
   readonly stats: PieceCacheStats = { hits: 0, misses: 0, hitTokens: 0, missTokens: 0, evictions: 0, uncut: new Map() };
@@ -121,13 +123,16 @@ export class PieceCache {
 
   clear(): void {
     this.map.clear();
+    this.oldest.reset();
     this.held = 0;
     this.count = 0;
   }
 
   private evict(): void {
-    for (const [key, head] of this.map) {
-      if (this.held <= this.maxBytes) return;
+    while (this.held > this.maxBytes) {
+      const key = this.oldest.take();
+      if (key === undefined) return;
+      const head = this.map.get(key);
       this.map.delete(key);
       for (let e: Entry | undefined = head; e; e = e.next) {
         this.held -= e.bytes;
