@@ -5,12 +5,12 @@ import { ClusterStatus } from '../servers';
 import type { ClusterAdminView } from './cluster-admin-view';
 import { KvEventStream } from './kv-event-stream.service';
 import { KvSnapshots } from './kv-snapshots.service';
-import { WorkerPositions } from './worker-positions';
 import { KvSync } from './kv-sync.service';
 import { PollLeases } from './poll-leases.service';
 import { ReplicaBus } from './replica-bus.service';
 import { RoutedBlocksSharing } from './routed-blocks.service';
 import { SharedLoad } from './shared-load.service';
+import { WorkerPositions } from './worker-positions';
 
 const NS = 'disagg_router_cluster_';
 

@@ -11,6 +11,12 @@ import { partBytesFor } from './snapshot-parts';
 import { WatchSlot } from './watch-slot';
 import { WorkerPositions } from './worker-positions';
 
+/** Header of the messages of a drain whose events start a new epoch (the worker restarted). */
+const EPOCH_START = 'epoch-start';
+
+/** Messages of one drain sent and not yet acknowledged by the stream, at most. */
+const MAX_UNACKED = 4;
+
 /**
  * The KV cache events of every worker on one JetStream stream. The replica that polled a
  * worker publishes what it drained (worker URL and restart epoch in headers, the events as
@@ -19,14 +25,11 @@ import { WorkerPositions } from './worker-positions';
  * messages through the KV room's applier (which skips event ids already applied). A message
  * with a newer epoch than this replica knows restarts the worker's event ids first. The
  * stream sequence tells where a replica is, so it resumes after an outage or starts after a
- * snapshot; per worker, messages at or below the sequence its tables hold are skipped.
+ * snapshot; per worker, messages at or below the sequence its tables hold are skipped. Events
+ * whose ids skip some, or a new epoch read without its first message, leave a gap in the
+ * worker's table: its snapshot is adopted before the next message (README "Running several
+ * replicas", gaps).
  */
-/** Header of the messages of a drain whose events start a new epoch (the worker restarted). */
-const EPOCH_START = 'epoch-start';
-
-/** Messages of one drain sent and not yet acknowledged by the stream, at most. */
-const MAX_UNACKED = 4;
-
 @Injectable()
 export class KvEventStream implements KvEventPublisher, OnModuleDestroy {
   private readonly logger = new Logger('KvEventStream');

@@ -1,5 +1,6 @@
 import { LazyRecency } from '../../common/lazy-recency';
 import { OldestFirst } from '../../common/oldest-first';
+
 /** What a cached piece costs besides its text and ids: the entry, the map slot, the typed array. */
 const ENTRY_OVERHEAD_BYTES = 160;
 
@@ -42,8 +43,8 @@ const MAX_CHAIN = 8;
 
 /**
  * Token ids of prompt pieces, keyed by the piece's text and its tokenizer, least recently used
- * (LazyRecency) dropped first once the bytes held (text at 2 bytes a character, ids at 4 bytes a token, their
- * JSON text at a byte a character, plus a fixed overhead per entry) pass the bound.
+ * (LazyRecency) dropped first once the bytes held (text at 2 bytes a character, ids at 4 bytes
+ * a token, their JSON text at a byte a character, plus a fixed overhead per entry) pass the bound.
  *
  * The map is keyed by a print of the text (its length and a few dozen of its characters), not
  * by the text: a string key would hash every character of every piece of every prompt (the
