@@ -102,7 +102,11 @@ describe('the image entry command on a clean `npm ci --omit=dev` install', () =>
     const [hcBin, ...hcArgs] = execForm(last(runtime, 'HEALTHCHECK')!.args.replace(/^.*?\bCMD\s+/, ''));
     expect(hcBin).toBe('node');
     const healthcheck = spawnSync(process.execPath, hcArgs, { cwd: dir, env, encoding: 'utf8', timeout: 20_000 });
-    expect(healthcheck.status).toBe(0);
+    if (healthcheck.status !== 0) {
+      // What the check saw, then what /health says now and what the router logged: the cause, not only the exit code.
+      const now = await fetch(`${url}/health`).then(async (r) => `${r.status} ${await r.text()}`, (err: Error) => err.message);
+      throw new Error(`HEALTHCHECK exited ${healthcheck.status ?? healthcheck.signal}: ${healthcheck.stdout}${healthcheck.stderr}\n/health now: ${now}\nrouter output:\n${output}`);
+    }
 
     const answer = await postJson(`${url}/v1/completions`, { model: 'sim-model', prompt: 'The capital of France is', max_tokens: 4 });
     expect(answer.status).toBe(200);
