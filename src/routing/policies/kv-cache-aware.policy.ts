@@ -138,7 +138,8 @@ export class KvCacheAwareRouter extends BaseRouter<KvCacheAwareArgs> {
     const server = candidates[winner];
     if (conversation !== undefined) this.pins.pin(conversation, server.id);
     const algo = server.kvHashAlgo;
-    const hashes = byAlgo.get(algo) ?? [];
+    const chains = byAlgo.get(algo);
+    const hashes = chains ?? [];
     let promptTokens = 0;
     for (const list of tokenLists) promptTokens += list.length;
     if (this.args.track_routed_blocks || this.args.backfill_block_hashes_on_finish) this.routed.set(request.id, { hashes, algo });
@@ -150,7 +151,7 @@ export class KvCacheAwareRouter extends BaseRouter<KvCacheAwareArgs> {
       matches,
       block_hashes: hashes,
       hash_algo: algo,
-      blockChains: byAlgo.get(algo) ? { scope: blockKeyScope(algo, tpb, saltId), lists: tokenLists, chains: hashes } : undefined,
+      blockChains: chains ? { scope: blockKeyScope(algo, tpb, saltId), lists: tokenLists, chains } : undefined,
       token_lists: tokenLists,
       server_info: server.serverInfo ?? {},
     });
