@@ -122,26 +122,20 @@ const starters: Record<string, Starter> = {
   'nest-express': (up) => startProc({ name: 'nest-express', script: bin('procs/nest-proxy.js'), args: [...upstreamArgs(up), '--platform=express'], cpus: PROXY_CPU, logDir }),
   nginx: (up) => startNginx(up.ports[1], outDir, PROXY_CPU),
 };
+/** kv_cache_aware with a model's own tokenizer and a piece cache of `mb` MB, from `script` (this tree's router or REF's). */
+const tokenizingRouter = (name: string, script: string, dir: string, mb: number): Starter => (up) =>
+  startProc({ name, script, args: [`--config=${routerConfig(up, 'kv_cache_aware', false, { tokenizer_dir: dir, tokenizer_cache_mb: mb })}`], cpus: PROXY_CPU, logDir, execArgv: profileArgs(name), timeoutMs: TOKENIZER_BOOT_MS });
 for (const [model, dir] of [['qwen3', QWEN3_TOKENIZER_DIR], ['llama3', LLAMA3_TOKENIZER_DIR]]) {
   for (const [suffix, mb] of [['cache', CHAT_CACHE_MB], ['nocache', 0]] as const) {
     const name = `router-kv-${model}-${suffix}`;
-    starters[name] = (up) =>
-      startProc({ name, script: bin('procs/router.js'), args: [`--config=${routerConfig(up, 'kv_cache_aware', false, { tokenizer_dir: dir, tokenizer_cache_mb: mb })}`], cpus: PROXY_CPU, logDir, execArgv: profileArgs(name), timeoutMs: TOKENIZER_BOOT_MS });
+    starters[name] = tokenizingRouter(name, bin('procs/router.js'), dir, mb);
   }
 }
 const AB_REF = args.get('ab');
 const abBin = (p: string): string => join(root, 'dist-bench/ab/test/bench', p);
 starters['router-ab'] = (up) => startProc({ name: 'router-ab', script: abBin('procs/router.js'), args: [`--config=${routerConfig(up, 'round_robin')}`], cpus: PROXY_CPU, logDir });
 starters['router-kv-ab'] = (up) => startProc({ name: 'router-kv-ab', script: abBin('procs/router.js'), args: [`--config=${routerConfig(up, 'kv_cache_aware')}`], cpus: PROXY_CPU, logDir });
-starters['router-kv-qwen3-cache-ab'] = (up) =>
-  startProc({
-    name: 'router-kv-qwen3-cache-ab',
-    script: abBin('procs/router.js'),
-    args: [`--config=${routerConfig(up, 'kv_cache_aware', false, { tokenizer_dir: QWEN3_TOKENIZER_DIR, tokenizer_cache_mb: CHAT_CACHE_MB })}`],
-    cpus: PROXY_CPU,
-    logDir,
-    timeoutMs: TOKENIZER_BOOT_MS,
-  });
+starters['router-kv-qwen3-cache-ab'] = tokenizingRouter('router-kv-qwen3-cache-ab', abBin('procs/router.js'), QWEN3_TOKENIZER_DIR, CHAT_CACHE_MB);
 
 const ABLATION_SETS = ['hooks', 'als', 'metrics', 'events', 'enhancers', 'hooks,events,enhancers'];
 /** The router under `policy` with the ablations `list` (router-ablations.ts) applied. */
