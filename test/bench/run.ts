@@ -41,8 +41,12 @@ const ONLY = new Set((args.get('only') ?? 'main,latency,platform,transport').spl
 const PROFILE = args.has('profile');
 /** `--profile=alloc`: where the measured window's bytes are allocated instead of where its time goes. */
 const PROFILE_MODE = args.get('profile') === 'alloc' ? 'alloc' : 'cpu';
-/** `--rows=2k,now$`: only the rows whose name contains one of these (`$`: ends with it), a quick look at one path. */
-const ROW_FILTER = args.get('rows')?.split(',');
+/**
+ * `--rows=2k,now$`: only the rows whose name contains one of these (`$`: ends with it), a quick
+ * look at one path. Separated by `;` instead when one holds a comma, as row names do
+ * (`--rows='round_robin, chats$;Qwen3, chats, cache on'`).
+ */
+const ROW_FILTER = args.get('rows')?.split(args.get('rows')!.includes(';') ? ';' : ',');
 
 const root = process.cwd();
 const outDir = resolve(root, 'bench-results');
