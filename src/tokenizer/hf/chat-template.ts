@@ -1,6 +1,17 @@
 import { readFileSync, existsSync } from 'node:fs';
 import * as path from 'node:path';
+import { Logger } from '@nestjs/common';
 import { projectRequire } from '../package-resolver';
+import { patchJinjaPythonStrings } from './jinja-python-strings';
+import { nativeChatTemplateFor, PROBE_CHATS, type NativeChatTemplate } from './native-chat-templates';
+
+const logger = new Logger('ChatTemplates');
+let warnedUnpatched = false;
+const warnUnpatchedOnce = (): void => {
+  if (warnedUnpatched) return;
+  warnedUnpatched = true;
+  logger.warn(`this @huggingface/jinja could not be given Python's strip(chars): templates that strip given characters may render unlike transformers`);
+};
 
 interface JinjaTemplate {
   render(context: Record<string, unknown>): string;
@@ -33,9 +44,15 @@ const SPECIAL_TOKEN_KEYS = ['bos_token', 'eos_token', 'unk_token', 'sep_token', 
 export class ChatTemplates {
   private readonly templates = new Map<string, string>();
   private readonly compiled = new Map<string, JinjaTemplate>();
+  /** Template text -> its checked native renderer, or null (none, or `native: false`, or it differed from Jinja). */
+  private readonly natives = new Map<string, NativeChatTemplate | null>();
   private readonly specialTokens: Record<string, string> = {};
 
-  constructor(dir: string) {
+  /** `native: false` renders every chat with Jinja (the differential test's reference). */
+  constructor(
+    private readonly dir: string,
+    private readonly options: { native?: boolean } = {},
+  ) {
     const config = readJson(path.join(dir, 'tokenizer_config.json')) ?? {};
     for (const key of SPECIAL_TOKEN_KEYS) {
       const v = config[key] as unknown;
@@ -64,9 +81,16 @@ export class ChatTemplates {
   render(input: ChatTemplateInput): string {
     if (this.isRequestTemplate(input)) throw new ChatTemplateError('a request template is rendered in the sandbox only');
     const source = this.pick(input);
+    const native = this.nativeFor(source)?.render(input);
+    return native ?? this.renderJinja(source, input);
+  }
+
+  private renderJinja(source: string, input: ChatTemplateInput): string {
     let template = this.compiled.get(source);
     if (!template) {
-      const { Template } = projectRequire()('@huggingface/jinja') as { Template: new (s: string) => JinjaTemplate };
+      const jinja = projectRequire()('@huggingface/jinja') as { Template: new (s: string) => JinjaTemplate };
+      if (!patchJinjaPythonStrings(jinja)) warnUnpatchedOnce();
+      const { Template } = jinja;
       try {
         template = new Template(source);
       } catch (err) {
@@ -104,6 +128,29 @@ export class ChatTemplates {
   /** The rendered text as transformers returns it (cut after the final message for continue_final_message). */
   finish(rendered: string, input: ChatTemplateInput): string {
     return input.continue_final_message === true ? cutAfterFinalMessage(rendered, input.messages) : rendered;
+  }
+
+  /** The template's native renderer, checked against Jinja on the probe chats before its first use. */
+  private nativeFor(source: string): NativeChatTemplate | null {
+    let native = this.natives.get(source);
+    if (native !== undefined) return native;
+    native = this.options.native === false ? null : (nativeChatTemplateFor(source) ?? null);
+    if (native) {
+      const differs = PROBE_CHATS.find((chat) => !this.rendersAlike(native!, source, chat));
+      if (differs) logger.warn(`the chat template of ${this.dir} is ${native.name}'s, but its native renderer differs from Jinja on a probe chat: rendering it with Jinja`);
+      else logger.log(`the chat template of ${this.dir} is ${native.name}'s: chats without tools are rendered natively (README "Native chat templates")`);
+      if (differs) native = null;
+    }
+    this.natives.set(source, native);
+    return native;
+  }
+
+  private rendersAlike(native: NativeChatTemplate, source: string, chat: ChatTemplateInput): boolean {
+    try {
+      return native.render(chat) === this.renderJinja(source, chat);
+    } catch {
+      return false;
+    }
   }
 
   private pick(input: ChatTemplateInput): string {

@@ -1,5 +1,6 @@
 import { Worker } from 'node:worker_threads';
 import { HttpApiError } from '../../common';
+import { JINJA_PYTHON_STRINGS_SOURCE } from './jinja-python-strings';
 
 /**
  * Bounds of rendering a request's own chat template (README "Routing policies"). A template
@@ -45,7 +46,10 @@ const { parentPort, workerData } = require('node:worker_threads');
 const { createRequire } = require('node:module');
 const path = require('node:path');
 const req = createRequire(path.join(workerData.cwd, 'package.json'));
-const { Template, Environment, Interpreter } = req('@huggingface/jinja');
+const jinja = req('@huggingface/jinja');
+const { Template, Environment, Interpreter } = jinja;
+${JINJA_PYTHON_STRINGS_SOURCE}
+patchJinjaPythonStrings(jinja);
 const B = workerData.bounds;
 class Bound extends Error { constructor(kind, message) { super(message); this.kind = kind; } }
 let run = { blocks: 0, produced: 0, deadline: 0 };

