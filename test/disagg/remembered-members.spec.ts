@@ -1,0 +1,35 @@
+import { describe, expect, it } from '@jest/globals';
+import { rememberIdListText } from '../../src/common/id-list-text';
+import { serializeRequest, serializeRequestText } from '../../src/disagg/serialize';
+
+/**
+ * Worker bodies are written member by member, the text of large object and array members
+ * remembered for the next body holding the same object (the context and generation bodies
+ * share the client's messages): every body must still be exactly what JSON.stringify writes.
+ */
+describe('worker bodies written with remembered members', () => {
+  const messages = Array.from({ length: 40 }, (_, i) => ({ role: i % 2 ? 'assistant' : 'user', content: `turn ${i} "quoted" \n é 🚀 ${'x'.repeat(i * 10)}`, name: undefined }));
+  const tools = [{ type: 'function', function: { name: 'f', parameters: { type: 'object', properties: { a: { type: 'string' } } } } }];
+
+  it.each([
+    { what: 'a chat body', body: { model: 'm', messages, max_tokens: 5, stream: true } },
+    { what: 'members JSON leaves out or writes as null', body: { a: undefined, f: () => 1, s: Symbol('s'), n: null, arr: [undefined, () => 1, 1], nan: Number.NaN, messages } },
+    { what: 'keys that need escaping and integer-like keys', body: { 'we"ird\n': 1, 2: 'two', 1: 'one', messages, tools } },
+    { what: 'a member with a toJSON', body: { messages, when: new Date(0), custom: { toJSON: (key: string) => `key ${key}` } } },
+    { what: 'an empty object', body: {} },
+  ])('writes $what as JSON.stringify does, the first time and again', ({ body }) => {
+    expect(serializeRequest(body)).toBe(JSON.stringify(body));
+    expect(serializeRequest(body)).toBe(JSON.stringify(body));
+    expect(serializeRequestText({ ...body, stream: false })).toBe(JSON.stringify({ ...body, stream: false }));
+  });
+
+  it('writes the shared messages the same way in the context and generation bodies, beside spliced ids', () => {
+    const ids = Array.from({ length: 300 }, (_, i) => i * 7);
+    rememberIdListText(ids, JSON.stringify(ids));
+    const context = { model: 'm', messages, prompt_token_ids: ids, stream: false, disaggregated_params: { request_type: 'context_only' } };
+    const generation = { model: 'm', messages, stream: true, disaggregated_params: { request_type: 'generation_only', ctx_request_id: 7 } };
+    const { prompt_token_ids: _ids, ...rest } = context;
+    expect(serializeRequest(context)).toBe(JSON.stringify({ ...rest, prompt_token_ids: ids }));
+    expect(serializeRequestText(generation, { key: 'prompt_token_ids', text: JSON.stringify(ids) })).toBe(JSON.stringify({ ...generation, prompt_token_ids: ids }));
+  });
+});
