@@ -15,7 +15,7 @@ import { TRANSPORTS } from './lib/transports';
 /**
  * `npm run bench [-- --only=main,latency,platform,transport,ablation,kv-ablation,tracing,perf,encoding,messages --seconds=4 --rounds=2
  * --connections=32 --rate=1000 --warmup=8 --driver=autocannon --profile[=boot|alloc] --profile-targets=router-rr,bare
- * --ab=GIT_REF --upstream=sim --rows=2k,stream]`
+ * --ab=GIT_REF --upstream=sim --rows=2k,stream --concurrent]`
  *
  * Every figure is compared within one run: rows of a table are measured alternating (the
  * order reversed every other round) and the median over rounds is kept. The measured proxy
@@ -47,6 +47,14 @@ const PROFILE_MODE = args.get('profile') === 'alloc' ? 'alloc' : 'cpu';
  * (`--rows='round_robin, chats$;Qwen3, chats, cache on'`).
  */
 const ROW_FILTER = args.get('rows')?.split(args.get('rows')!.includes(';') ? ';' : ',');
+/**
+ * `--concurrent`: a table's rows run two at a time, in the order listed (REF beside now in
+ * `--only=ab`), both proxies on cpu0 and both loads at once. On a machine whose speed drifts
+ * (shared cores, other work) the two see the same drift, so their CPU per request compares
+ * more steadily than rows measured one after the other; absolute figures are those of a shared
+ * core, and the workers' CPU per request is that of both rows.
+ */
+const CONCURRENT = args.has('concurrent');
 
 const root = process.cwd();
 const outDir = resolve(root, 'bench-results');
@@ -250,7 +258,8 @@ function tables(): TableDef[] {
         { row: 'kv_cache_aware now, 2k token ids', target: 'router-kv', body: tokens2k, stream: false, connections: c, vs: { bare: 'bare, 2k token ids', before: `kv_cache_aware at ${AB_REF}, 2k token ids` } },
         { row: 'bare, 9k-token text', target: 'bare', body: text9k, stream: false, connections: c },
         { row: 'kv_cache_aware now, 9k-token text, Qwen3 tokenizer', target: 'router-kv-text', body: text9k, stream: false, connections: c, vs: { bare: 'bare, 9k-token text' } },
-        { row: 'round_robin now, chats', target: 'router-rr', body: '', stream: false, connections: c, path: CHAT_PATH, chatTurns: CHAT_WORKLOAD.turns },
+        { row: `round_robin at ${AB_REF}, chats`, target: 'router-ab', body: '', stream: false, connections: c, path: CHAT_PATH, chatTurns: CHAT_WORKLOAD.turns },
+        { row: 'round_robin now, chats', target: 'router-rr', body: '', stream: false, connections: c, path: CHAT_PATH, chatTurns: CHAT_WORKLOAD.turns, vs: { before: `round_robin at ${AB_REF}, chats` } },
         { row: `kv_cache_aware Qwen3 at ${AB_REF}, chats, cache on`, target: 'router-kv-qwen3-cache-ab', body: '', stream: false, connections: c, path: CHAT_PATH, chatTurns: CHAT_WORKLOAD.turns, vs: { rr: 'round_robin now, chats' } },
         { row: 'kv_cache_aware Qwen3 now, chats, cache on', target: 'router-kv-qwen3-cache', body: '', stream: false, connections: c, path: CHAT_PATH, chatTurns: CHAT_WORKLOAD.turns, vs: { rr: 'round_robin now, chats', before: `kv_cache_aware Qwen3 at ${AB_REF}, chats, cache on` } },
         { row: `direct, paced ${PACED_RATE}/s`, target: 'direct', body: plain, stream: false, connections: c, rate: PACED_RATE },
@@ -418,15 +427,17 @@ async function runTable(t: TableDef, up: BenchProc): Promise<RowResult[]> {
   const rows = t.rows.filter((r) => !skipped.has(r.target));
   const points = new Map<string, PointResult[]>(rows.map((r) => [r.row, []]));
   try {
+    const measureRow = async (def: RowDef, round: number): Promise<void> => {
+      const target = procs.get(def.target);
+      const port = target ? target.ports[0] : up.ports[1];
+      const p = await measure(def, `http://127.0.0.1:${port}${def.path ?? '/v1/completions'}`, target, up);
+      points.get(def.row)!.push(p);
+      process.stdout.write(`  [${t.name} r${round + 1}] ${def.row}: ${p.rps.toFixed(0)} req/s p50 ${p.p50Ms.toFixed(2)} ms cpu/req ${p.cpuPerReqUs?.toFixed(0) ?? '-'} us${p.errors + p.non2xx ? ` ERRORS ${p.errors}/${p.non2xx}` : ''}\n`);
+    };
     for (let round = 0; round < ROUNDS; round++) {
       const order = round % 2 ? [...rows].reverse() : rows;
-      for (const def of order) {
-        const target = procs.get(def.target);
-        const port = target ? target.ports[0] : up.ports[1];
-        const p = await measure(def, `http://127.0.0.1:${port}${def.path ?? '/v1/completions'}`, target, up);
-        points.get(def.row)!.push(p);
-        process.stdout.write(`  [${t.name} r${round + 1}] ${def.row}: ${p.rps.toFixed(0)} req/s p50 ${p.p50Ms.toFixed(2)} ms cpu/req ${p.cpuPerReqUs?.toFixed(0) ?? '-'} us${p.errors + p.non2xx ? ` ERRORS ${p.errors}/${p.non2xx}` : ''}\n`);
-      }
+      const groups = CONCURRENT ? pairsOf(rows) : order.map((def) => [def]);
+      for (const group of round % 2 && CONCURRENT ? [...groups].reverse() : groups) await Promise.all(group.map((def) => measureRow(def, round)));
     }
   } finally {
     await Promise.all([...procs.values()].map((p) => p.stop()));
@@ -456,10 +467,23 @@ async function runTable(t: TableDef, up: BenchProc): Promise<RowResult[]> {
       const a = byRow.get(def.row)!;
       const b = byRow.get(other);
       if (!b) continue;
-      a.vs[label] = { rps: a.rps / b.rps, cpu: a.cpuPerReqUs !== null && b.cpuPerReqUs ? a.cpuPerReqUs / b.cpuPerReqUs : null };
+      a.vs[label] = CONCURRENT && a.rounds.length === b.rounds.length ? pairedRatios(a.rounds, b.rounds) : { rps: a.rps / b.rps, cpu: a.cpuPerReqUs !== null && b.cpuPerReqUs ? a.cpuPerReqUs / b.cpuPerReqUs : null };
     }
   }
   return results;
+}
+
+/** With --concurrent: the median of the rounds' own ratios, each round's two rows having shared the machine. */
+function pairedRatios(a: readonly PointResult[], b: readonly PointResult[]): { rps: number; cpu: number | null } {
+  const cpu = a.flatMap((p, i) => (p.cpuPerReqUs !== null && b[i].cpuPerReqUs ? [p.cpuPerReqUs / b[i].cpuPerReqUs!] : []));
+  return { rps: median(a.map((p, i) => p.rps / b[i].rps)), cpu: cpu.length ? median(cpu) : null };
+}
+
+/** Rows two by two, as listed (the last alone when their number is odd). */
+function pairsOf<T>(rows: readonly T[]): T[][] {
+  const out: T[][] = [];
+  for (let i = 0; i < rows.length; i += 2) out.push(rows.slice(i, i + 2));
+  return out;
 }
 
 /** The piece cache's token hit ratio (median over rounds) and its size after the last round. */
