@@ -34,6 +34,11 @@ describe('the request-template sandbox', () => {
     expect(await s.render('{{ range(3)|join(",") }}|{{ range(1, 7, 2)|join(",") }}|{{ range(3, 0, -1)|join(",") }}', {})).toBe('0,1,2|1,3,5|3,2,1');
   });
 
+  it("strips as Python does: strip(chars) takes only those characters, trim keeps U+FEFF", async () => {
+    const text = await sandbox().render("{{ s.lstrip('\\n') }}|{{ s.rstrip('\\n') }}|{{ s.strip() }}|{{ t | trim }}", { s: '\n x \n', t: '\ufeff y ' });
+    expect(text).toBe(' x \n|\n x |x|\ufeff y');
+  });
+
   it('refuses a range larger than Jinja sandbox allows, at once', async () => {
     const got = await failure(sandbox().render('{% for i in range(1000000000) %}x{% endfor %}', {}));
     expect(got).toMatchObject({ status: 400, code: 'chat_template_too_many_loops' });
