@@ -8,6 +8,7 @@ import type { PromptRequest } from './prompt-request';
 import { allowConfiguredTokenizerDir, loadModelTokenizer, ModelTokenizerResolver, type ModelTokenizer } from './model-tokenizers';
 import type { WordEncoder } from './hf/hf-tokenizer-source';
 import { chatRendersPlainly, promptSourceOf } from './prompt-tokens';
+import { workerChatMessages } from './worker-chat-messages';
 import { acquirePieceCache, IncrementalEncoder, pieceCutterFor, releasePieceCache, type PieceCache, type PieceEncoder } from './incremental';
 import { exceedsChars, maxPromptChars } from './prompt-size-bound';
 import { acquireTokenizerThreads, releaseTokenizerThreads, THREADED_TOKENIZERS, type TokenizerThreadPool } from './tokenizer-threads';
@@ -206,7 +207,8 @@ export class PromptTokenizer {
 function templateInput(body: Readonly<Record<string, unknown>>): ChatTemplateInput {
   const kwargs = body.chat_template_kwargs;
   return {
-    messages: Array.isArray(body.messages) ? body.messages : [],
+    // As the worker renders them (worker-chat-messages.ts); chats with media parts as they came.
+    messages: Array.isArray(body.messages) ? (workerChatMessages(body.messages) ?? body.messages) : [],
     tools: body.tools ?? undefined,
     documents: body.documents ?? undefined,
     add_generation_prompt: typeof body.add_generation_prompt === 'boolean' ? body.add_generation_prompt : undefined,
@@ -217,9 +219,9 @@ function templateInput(body: Readonly<Record<string, unknown>>): ChatTemplateInp
 }
 
 /**
- * Content given as parts (text, images...) is turned into the prompt by the worker's own
- * message parsing, which the router does not reproduce: such chats are routed by their ids but
- * keep their messages.
+ * Content given as parts is rendered as the worker parses it (text parts joined, see
+ * worker-chat-messages.ts) and routed by those ids, but the ids are not forwarded: the
+ * worker's parsing of parts (media placeholders above all) stays the authority on its prompt.
  */
 function hasOnlyStringContent(messages: readonly ChatMessage[]): boolean {
   return messages.every((m) => m == null || m.content == null || typeof m.content === 'string');

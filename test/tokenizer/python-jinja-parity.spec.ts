@@ -2,6 +2,7 @@ import { describe, expect, it } from '@jest/globals';
 import { spawnSync } from 'node:child_process';
 import * as path from 'node:path';
 import { ChatTemplates, type ChatTemplateInput } from '../../src/tokenizer/hf/chat-template';
+import { workerChatMessages } from '../../src/tokenizer/worker-chat-messages';
 import { randomChat } from './support/chat-generator';
 import { FIXTURE_MODELS, fixtureChatTemplate, fixtureDir } from './support/fixtures';
 import { rngOf } from './support/prompt-generator';
@@ -11,7 +12,8 @@ import { rngOf } from './support/prompt-generator';
  * against Python's Jinja itself (test/tokenizer/support/python_chat_template.py, set up as
  * transformers' apply_chat_template sets it up): for every fixture template, hundreds of
  * generated chats (think tags, tool responses, whitespace at the edges, unicode, tools, tool
- * calls, content parts, enable_thinking) render to the same text, or fail in both. Needs
+ * calls, null content and text parts as the worker's message parsing leaves them,
+ * enable_thinking) render to the same text, or fail in both. Needs
  * python3 with jinja2 (Debian's python3-jinja2, which .ci/run installs). Seeded.
  */
 const CASES = Number(process.env.PYTHON_JINJA_CASES ?? 600);
@@ -25,12 +27,8 @@ function renderInPython(jobs: { template: string; context: Record<string, unknow
   return JSON.parse(run.stdout) as Answer[];
 }
 
-/**
- * Content given as parts is turned into text by the worker's own message parsing before its
- * template renders (README "Routing policies"): the router routes such chats by their ids
- * but never forwards them, so their rendering is not the worker's to compare with.
- */
-const withStringContent = (input: ChatTemplateInput): boolean => input.messages.every((m) => typeof (m as { content?: unknown }).content === 'string');
+/** The chat as the worker's message parsing hands it to the template (worker-chat-messages.ts). */
+const asTheWorkerParses = (input: ChatTemplateInput): ChatTemplateInput => ({ ...input, messages: workerChatMessages(input.messages) ?? input.messages });
 
 const withTemplates = FIXTURE_MODELS.filter((m) => fixtureChatTemplate(m) !== undefined);
 
@@ -38,7 +36,7 @@ describe.each(withTemplates)('chats of %s', (model) => {
   it('render as transformers renders them', () => {
     const templates = new ChatTemplates(fixtureDir(model));
     const template = fixtureChatTemplate(model)!;
-    const inputs: ChatTemplateInput[] = Array.from({ length: CASES }, (_, i) => randomChat(rngOf(i + 1))).filter(withStringContent);
+    const inputs: ChatTemplateInput[] = Array.from({ length: CASES }, (_, i) => asTheWorkerParses(randomChat(rngOf(i + 1))));
     const answers = renderInPython(inputs.map((input) => ({ template, context: templates.renderContext(input) })));
     const failures: string[] = [];
     let rendered = 0;
