@@ -219,10 +219,13 @@ function templateInput(body: Readonly<Record<string, unknown>>): ChatTemplateInp
 }
 
 /**
- * Content given as parts is rendered as the worker parses it (text parts joined, see
- * worker-chat-messages.ts) and routed by those ids, but the ids are not forwarded: the
- * worker's parsing of parts (media placeholders above all) stays the authority on its prompt.
+ * Whether the ids are those every supported worker renders, and so may be forwarded. Content
+ * given as parts is rendered as the worker parses it (text parts joined, see
+ * worker-chat-messages.ts) and routed by those ids, but the worker's parsing of parts (media
+ * placeholders above all) stays the authority on its prompt. Tool calls (their arguments
+ * parsed into objects) and `reasoning` (the newer name of reasoning_content) are parsed so by
+ * the newest trtllm-serve only: such chats are routed by the newest worker's ids, not forwarded.
  */
 function hasOnlyStringContent(messages: readonly ChatMessage[]): boolean {
-  return messages.every((m) => m == null || m.content == null || typeof m.content === 'string');
+  return messages.every((m) => m == null || ((m.content == null || typeof m.content === 'string') && m.tool_calls == null && (m as { reasoning?: unknown }).reasoning == null));
 }

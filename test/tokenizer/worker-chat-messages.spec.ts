@@ -72,7 +72,7 @@ describe('a chat with an assistant tool call through the model tokenizer', () =>
   });
 
   // Gemma 3's template refuses a tool message, on the worker as here.
-  it.each(['qwen3', 'llama3', 'deepseek_v3'])('%s: is tokenized as the worker renders it, not routed by load only', async (model) => {
+  it.each(['qwen3', 'llama3', 'deepseek_v3'])('%s: is tokenized as the worker renders it, not routed by load only, its ids kept from older workers', async (model) => {
     const tokenizer = new PromptTokenizer({ tokenizer_dir: fixtureDir(model), tokenizer_threads: 0 });
     tokenizers.push(tokenizer);
     const messages = [
@@ -85,5 +85,9 @@ describe('a chat with an assistant tool call through the model tokenizer', () =>
     const asParsed = await tokenizer.tokenize(request({ model: 'm', messages: workerChatMessages(messages) }, 'chat'));
     expect(tokens.lists).toEqual(asParsed.lists);
     expect(tokens.lists[0].length).toBeGreaterThan(10);
+    // Routed by the newest worker's rendering, not forwarded: older workers keep arguments as text.
+    expect(tokens.tokenIds).toBeUndefined();
+    const plain = await tokenizer.tokenize(request({ model: 'm', messages: [{ role: 'system', content: null }, { role: 'user', content: 'Hi' }] }, 'chat'));
+    expect(plain.tokenIds).toEqual(plain.lists[0]);
   });
 });
