@@ -60,8 +60,18 @@ const REMEMBERED_MEMBER_CHARS = 1024;
  * context and the generation bodies hold the client's same `messages`, which JSON.stringify
  * wrote twice per request (2.7 ns a character here: 120 µs for a 9k-token chat, the largest
  * part of a chat's CPU in the router). The router never changes a client's members in place.
+ * The generation body forgets them (forgetMemberTexts): held for the whole request, the texts
+ * outlived the young generation and doubled what an in-flight chat keeps in the old one.
  */
 const memberTexts = new WeakMap<object, string>();
+
+/** Drops the remembered text of the body's members (a retried generation body writes them again). */
+export function forgetMemberTexts(body: Record<string, unknown>): void {
+  for (const key of Object.keys(body)) {
+    const member = body[key];
+    if (typeof member === 'object' && member !== null) memberTexts.delete(member);
+  }
+}
 
 /**
  * JSON.stringify(value); for a plain object, written member by member with the text of its

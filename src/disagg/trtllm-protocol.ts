@@ -1,7 +1,7 @@
 import { conversationIdOf, type RequestKind, type RoutingRequest } from '../routing';
 import { protocolOf } from './kind-protocols';
 import type { TextParts } from '../http-session';
-import { serializeRequestText } from './serialize';
+import { forgetMemberTexts, serializeRequestText } from './serialize';
 import { cutIdList, parseAroundCut } from '../common/id-list-text';
 import { WorkerBody } from './worker-body';
 
@@ -109,10 +109,12 @@ export function benchmarkGenerationBody(body: Body): Body {
 export function generationRequestText(kind: RequestKind, body: Body, ctx: ContextAnswerOk, params: Body): string | TextParts {
   const idsKey = protocolOf(kind).relayIdsKey;
   const fixed = generationMembers(kind, ctx, params);
-  if (ctx.promptIdsText === undefined) return serializeRequestText({ ...body, ...fixed });
   const { [idsKey]: _replaced, ...rest } = body;
   // The ids go in as the last member.
-  return serializeRequestText({ ...rest, ...fixed }, { key: idsKey, text: ctx.promptIdsText });
+  const text = ctx.promptIdsText === undefined ? serializeRequestText({ ...body, ...fixed }) : serializeRequestText({ ...rest, ...fixed }, { key: idsKey, text: ctx.promptIdsText });
+  // The last body that holds the client's members: their remembered text goes now, not with the request.
+  forgetMemberTexts(body);
+  return text;
 }
 
 /** The generation request as an object, for a msgpack worker: the echoed ids as numbers. */

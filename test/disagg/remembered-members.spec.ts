@@ -1,6 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
 import { rememberIdListText } from '../../src/common/id-list-text';
-import { serializeRequest, serializeRequestText } from '../../src/disagg/serialize';
+import { forgetMemberTexts, serializeRequest, serializeRequestText } from '../../src/disagg/serialize';
 
 /**
  * Worker bodies are written member by member, the text of large object and array members
@@ -31,5 +31,16 @@ describe('worker bodies written with remembered members', () => {
     const { prompt_token_ids: _ids, ...rest } = context;
     expect(serializeRequest(context)).toBe(JSON.stringify({ ...rest, prompt_token_ids: ids }));
     expect(serializeRequestText(generation, { key: 'prompt_token_ids', text: JSON.stringify(ids) })).toBe(JSON.stringify({ ...generation, prompt_token_ids: ids }));
+  });
+
+  it("forgets a body's remembered members once told: the next body writes them anew", () => {
+    const own = messages.map((m) => ({ ...m }));
+    const body = { model: 'm', messages: own };
+    expect(serializeRequest(body)).toBe(JSON.stringify(body));
+    forgetMemberTexts(body);
+    // Changed after the forget (the router itself never does this): the text follows.
+    own[0].content = 'changed';
+    expect(serializeRequest(body)).toBe(JSON.stringify(body));
+    expect(serializeRequest(body)).toContain('"changed"');
   });
 });
