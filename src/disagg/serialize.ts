@@ -81,11 +81,10 @@ export function forgetMemberTexts(body: Record<string, unknown>): void {
 function stringify(value: unknown): string {
   if (typeof value !== 'object' || value === null || Array.isArray(value) || hasToJson(value)) return JSON.stringify(value);
   const record = value as Record<string, unknown>;
-  const keys = Object.keys(record);
-  for (const key of keys) if (typeof record[key] === 'object' && record[key] !== null && hasToJson(record[key] as object)) return JSON.stringify(value);
   let text = '{';
-  for (const key of keys) {
+  for (const key of Object.keys(record)) {
     const member = record[key];
+    if (typeof member === 'object' && member !== null && hasToJson(member)) return JSON.stringify(value);
     const json = typeof member === 'object' && member !== null ? memberText(member) : (JSON.stringify(member) as string | undefined);
     // What JSON.stringify leaves out of an object: undefined, functions, symbols.
     if (json === undefined) continue;

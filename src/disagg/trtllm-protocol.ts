@@ -109,9 +109,13 @@ export function benchmarkGenerationBody(body: Body): Body {
 export function generationRequestText(kind: RequestKind, body: Body, ctx: ContextAnswerOk, params: Body): string | TextParts {
   const idsKey = protocolOf(kind).relayIdsKey;
   const fixed = generationMembers(kind, ctx, params);
-  const { [idsKey]: _replaced, ...rest } = body;
-  // The ids go in as the last member.
-  const text = ctx.promptIdsText === undefined ? serializeRequestText({ ...body, ...fixed }) : serializeRequestText({ ...rest, ...fixed }, { key: idsKey, text: ctx.promptIdsText });
+  let text: string | TextParts;
+  if (ctx.promptIdsText === undefined) text = serializeRequestText({ ...body, ...fixed });
+  else {
+    const { [idsKey]: _replaced, ...rest } = body;
+    // The ids go in as the last member.
+    text = serializeRequestText({ ...rest, ...fixed }, { key: idsKey, text: ctx.promptIdsText });
+  }
   // The last body that holds the client's members: their remembered text goes now, not with the request.
   forgetMemberTexts(body);
   return text;

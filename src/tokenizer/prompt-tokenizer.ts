@@ -108,7 +108,7 @@ export class PromptTokenizer {
     if (text.length > limit) return { lists: [], untokenized: 'prompt_too_long' };
     // TensorRT-LLM's chat requests add no special tokens beyond the template's by default.
     const ids = await this.encode(model, text, body.add_special_tokens === true);
-    return { lists: [ids], tokenIds: hasOnlyStringContent(source.messages) ? ids : undefined };
+    return { lists: [ids], tokenIds: idsForwardable(source.messages) ? ids : undefined };
   }
 
   async close(): Promise<void> {
@@ -226,6 +226,6 @@ function templateInput(body: Readonly<Record<string, unknown>>): ChatTemplateInp
  * parsed into objects) and `reasoning` (the newer name of reasoning_content) are parsed so by
  * the newest trtllm-serve only: such chats are routed by the newest worker's ids, not forwarded.
  */
-function hasOnlyStringContent(messages: readonly ChatMessage[]): boolean {
+function idsForwardable(messages: readonly ChatMessage[]): boolean {
   return messages.every((m) => m == null || ((m.content == null || typeof m.content === 'string') && m.tool_calls == null && (m as { reasoning?: unknown }).reasoning == null));
 }

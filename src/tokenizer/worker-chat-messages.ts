@@ -42,8 +42,7 @@ function textOf(content: unknown): string | undefined {
     // Empty texts are skipped, as the worker skips them.
     if (typeof part === 'string') {
       if (part.length > 0) texts.push(part);
-    }
-    else if (isRecord(part) && part.type === 'text') {
+    } else if (isRecord(part) && part.type === 'text') {
       if (typeof part.text === 'string' && part.text.length > 0) texts.push(part.text);
       else if (part.text != null && typeof part.text !== 'string') return undefined;
     } else return undefined;

@@ -135,11 +135,11 @@ export class ChatTemplates {
     let native = this.natives.get(source);
     if (native !== undefined) return native;
     native = this.options.native === false ? null : (nativeChatTemplateFor(source) ?? null);
-    if (native) {
-      const differs = PROBE_CHATS.find((chat) => !this.rendersAlike(native!, source, chat));
-      if (differs) logger.warn(`the chat template of ${this.dir} is ${native.name}'s, but its native renderer differs from Jinja on a probe chat: rendering it with Jinja`);
-      else logger.log(`the chat template of ${this.dir} is ${native.name}'s: chats without tools are rendered natively (README "Native chat templates")`);
-      if (differs) native = null;
+    if (native && PROBE_CHATS.some((chat) => !this.rendersAlike(native!, source, chat))) {
+      logger.warn(`the chat template of ${this.dir} is ${native.name}'s, but its native renderer differs from Jinja on a probe chat: rendering it with Jinja`);
+      native = null;
+    } else if (native) {
+      logger.log(`the chat template of ${this.dir} is ${native.name}'s: chats without tools are rendered natively (README "Native chat templates")`);
     }
     this.natives.set(source, native);
     return native;
