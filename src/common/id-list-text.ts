@@ -4,15 +4,64 @@
  * "Worker body encoding"). The text is tied to
  * the parsed array itself (a WeakMap: copies of the body that share the array share it, and
  * it goes with the array), with the array's length and end values as a guard against an edit.
+ * The tokenizer's lists come as the members of their pieces ("1,2,3"), joined only when a
+ * string is asked for: a worker body writes them into its bytes one by one.
  */
-interface IdListText {
-  text: string;
+export class IdListJson {
+  private joined: string | undefined;
+  /** Characters of the JSON text, all ASCII (digits, commas, brackets, whitespace). */
+  readonly chars: number;
+
+  private constructor(
+    text: string | undefined,
+    private readonly members: readonly string[] | undefined,
+  ) {
+    this.joined = text;
+    let chars = text?.length ?? 2 + Math.max(0, (members?.length ?? 0) - 1);
+    if (members) for (const m of members) chars += m.length;
+    this.chars = chars;
+  }
+
+  static ofText(text: string): IdListJson {
+    return new IdListJson(text, undefined);
+  }
+
+  /** The list `[m1,m2,...]`, each member a non-empty run of comma-separated integers. */
+  static ofMembers(members: readonly string[]): IdListJson {
+    return new IdListJson(undefined, members);
+  }
+
+  get text(): string {
+    return (this.joined ??= `[${this.members!.join(',')}]`);
+  }
+
+  /** Writes the text into `out` at `at` (room for `chars` bytes); returns where it ends. */
+  writeInto(out: Buffer, at: number): number {
+    if (this.joined !== undefined) return at + out.write(this.joined, at, 'latin1');
+    out[at++] = OPEN_BRACKET;
+    this.members!.forEach((member, i) => {
+      if (i > 0) out[at++] = COMMA;
+      at += out.write(member, at, 'latin1');
+    });
+    out[at++] = CLOSE_BRACKET;
+    return at;
+  }
+}
+
+const OPEN_BRACKET = 0x5b;
+const CLOSE_BRACKET = 0x5d;
+const COMMA = 0x2c;
+const DIGIT_ZERO = 0x30;
+const MINUS = 0x2d;
+
+interface RememberedIds {
+  json: IdListJson;
   length: number;
   first: number;
   last: number;
 }
 
-const texts = new WeakMap<readonly number[], IdListText>();
+const texts = new WeakMap<readonly number[], RememberedIds>();
 
 /** A non-empty JSON list of non-negative integers, nothing else. */
 const ID_LIST = /\s*(\[\s*(?:\d+\s*,\s*)*\d+\s*\])/y;
@@ -25,15 +74,54 @@ export const MIN_SPLICED_IDS = 64;
 
 /** Remembers that `ids` is written as `text` (a JSON list of those very integers). */
 export function rememberIdListText(ids: readonly number[], text: string): void {
-  if (ids.length >= MIN_SPLICED_IDS) texts.set(ids, { text, length: ids.length, first: ids[0], last: ids[ids.length - 1] });
+  rememberIdListJson(ids, IdListJson.ofText(text));
 }
 
-/** The JSON text of `value` when it is a list remembered by rememberIdListText and unchanged since. */
-export function idListTextOf(value: unknown): string | undefined {
+/** Remembers that `ids` is written as `json` (a JSON list of those very integers). */
+export function rememberIdListJson(ids: readonly number[], json: IdListJson): void {
+  if (ids.length >= MIN_SPLICED_IDS) texts.set(ids, { json, length: ids.length, first: ids[0], last: ids[ids.length - 1] });
+}
+
+/** The JSON of `value` when it is a list remembered by rememberIdListJson and unchanged since. */
+export function idListJsonOf(value: unknown): IdListJson | undefined {
   if (!Array.isArray(value)) return undefined;
   const known = texts.get(value as number[]);
   if (!known || value.length !== known.length || value[0] !== known.first || value[value.length - 1] !== known.last) return undefined;
-  return known.text;
+  return known.json;
+}
+
+/** The JSON text of `value` when it is a list remembered by rememberIdListJson and unchanged since. */
+export function idListTextOf(value: unknown): string | undefined {
+  return idListJsonOf(value)?.text;
+}
+
+let digitScratch = Buffer.allocUnsafe(0);
+
+/**
+ * `ids.join(',')`, written digit by digit: four times faster than the typed array's join on
+ * the few thousand ids of a chat turn's new pieces (README "Worker body encoding").
+ */
+export function idListMembers(ids: Int32Array): string {
+  const room = ids.length * 12;
+  if (digitScratch.length < room) digitScratch = Buffer.allocUnsafe(Math.max(room, 64 * 1024));
+  const out = digitScratch;
+  let at = 0;
+  for (let i = 0; i < ids.length; i++) {
+    if (i > 0) out[at++] = COMMA;
+    let v = ids[i];
+    if (v < 0) {
+      out[at++] = MINUS;
+      v = -v;
+    }
+    const digits = v < 10 ? 1 : v < 100 ? 2 : v < 1e3 ? 3 : v < 1e4 ? 4 : v < 1e5 ? 5 : v < 1e6 ? 6 : v < 1e7 ? 7 : v < 1e8 ? 8 : v < 1e9 ? 9 : 10;
+    at += digits;
+    for (let end = at; end > at - digits; ) {
+      const rest = Math.floor(v / 10);
+      out[--end] = DIGIT_ZERO + v - rest * 10;
+      v = rest;
+    }
+  }
+  return out.toString('latin1', 0, at);
 }
 
 /** Stands in for a cut-out list while the rest is parsed; found at the top level, the cut was right. */

@@ -1,5 +1,5 @@
 import { HttpApiError } from '../common';
-import { idListTextOf, PROMPT_ID_MEMBERS } from '../common/id-list-text';
+import { IdListJson, idListJsonOf, idListTextOf, PROMPT_ID_MEMBERS } from '../common/id-list-text';
 import { SLICED_BODY_CHARS, TextParts } from '../http-session';
 
 /**
@@ -17,18 +17,25 @@ export function serializeRequest(value: unknown): string {
  * that text in parts with the string itself as one of them (README "Worker body encoding"): JSON.stringify would copy a 16 MB
  * prompt into a new text (escaping it) and the socket would copy that text again to send it,
  * ~120 ms of the event loop per body, twice a request. `last` is a member to put last, written
- * as the text given (an id list spliced in).
+ * as the text given (an id list spliced in). A body whose spliced id lists are long comes as
+ * its UTF-8 bytes, the lists written straight into them (IdListJson.writeInto): joined into a
+ * text, put after the rest and encoded, a 9k-token list was copied three times.
  */
-export function serializeRequestText(value: Record<string, unknown>, last?: { key: string; text: string }): string | TextParts {
+export function serializeRequestText(value: Record<string, unknown>, last?: { key: string; text: string }): JsonBodyText {
   return written(() => {
     const parts = withLongStrings(value, last);
     if (parts) return parts;
-    const text = withSplicedIds(value) ?? stringify(value);
-    // A non-empty object's text ends with '}': the member goes in last.
-    if (!last) return text;
-    return text === '{}' ? `{"${last.key}":${last.text}}` : `${text.slice(0, -1)},"${last.key}":${last.text}}`;
+    const spliced = splicedIdsOf(value);
+    const tail: TailMember[] = spliced ? [{ key: spliced.key, json: spliced.json }] : [];
+    if (last) tail.push({ key: last.key, json: last.text });
+    const head = stringify(spliced ? spliced.rest : value);
+    if (tail.length === 0) return head;
+    return tailChars(tail) >= BYTES_TAIL_CHARS ? withTailBytes(head, tail) : withTailText(head, tail);
   });
 }
+
+/** A worker body's JSON: text, text in parts (long strings), or its UTF-8 bytes (long id lists). */
+export type JsonBodyText = string | TextParts | Buffer;
 
 function written<T>(write: () => T): T {
   try {
@@ -38,19 +45,60 @@ function written<T>(write: () => T): T {
   }
 }
 
-/** The body's text with its remembered id list written as it came (last member), if it has one (README "Worker body encoding"). */
-function withSplicedIds(value: unknown): string | undefined {
+/** A member written after the rest of the body, as the text given (an id list). */
+interface TailMember {
+  key: string;
+  json: string | IdListJson;
+}
+
+/** Members put last this long make the body come as bytes (a list of about 700 ids). */
+const BYTES_TAIL_CHARS = 4096;
+
+const tailChars = (tail: readonly TailMember[]): number => tail.reduce((n, m) => n + (typeof m.json === 'string' ? m.json.length : m.json.chars), 0);
+
+/** The body's first remembered id list (README "Worker body encoding"), and the body without it. */
+function splicedIdsOf(value: unknown): { key: string; json: IdListJson; rest: Record<string, unknown> } | undefined {
   if (typeof value !== 'object' || value === null || Array.isArray(value)) return undefined;
   const body = value as Record<string, unknown>;
   for (const key of PROMPT_ID_MEMBERS) {
-    const ids = idListTextOf(body[key]);
-    if (ids === undefined) continue;
+    const json = idListJsonOf(body[key]);
+    if (json === undefined) continue;
     const { [key]: _spliced, ...rest } = body;
-    const text = stringify(rest);
-    return text === '{}' ? `{"${key}":${ids}}` : `${text.slice(0, -1)},"${key}":${ids}}`;
+    return { key, json, rest };
   }
   return undefined;
 }
+
+/** The body's text with its remembered id list written as it came (last member), if it has one. */
+function withSplicedIds(value: unknown): string | undefined {
+  const spliced = splicedIdsOf(value);
+  return spliced && withTailText(stringify(spliced.rest), [{ key: spliced.key, json: spliced.json }]);
+}
+
+/** `head` (an object's JSON text) with the members put in before its closing brace. */
+function withTailText(head: string, tail: readonly TailMember[]): string {
+  let text = head.slice(0, -1);
+  for (const m of tail) text += `${text.length > 1 ? ',' : ''}${JSON.stringify(m.key)}:${typeof m.json === 'string' ? m.json : m.json.text}`;
+  return `${text}}`;
+}
+
+/** withTailText's text as UTF-8 bytes, written without the text. */
+function withTailBytes(head: string, tail: readonly TailMember[]): Buffer {
+  const open = head.slice(0, -1);
+  const keys = tail.map((m, i) => `${i > 0 || open.length > 1 ? ',' : ''}${JSON.stringify(m.key)}:`);
+  let size = Buffer.byteLength(open, 'utf8') + 1;
+  tail.forEach((m, i) => (size += Buffer.byteLength(keys[i], 'utf8') + (typeof m.json === 'string' ? Buffer.byteLength(m.json, 'utf8') : m.json.chars)));
+  const out = Buffer.allocUnsafe(size);
+  let at = out.write(open, 0, 'utf8');
+  tail.forEach((m, i) => {
+    at += out.write(keys[i], at, 'utf8');
+    at = typeof m.json === 'string' ? at + out.write(m.json, at, 'utf8') : m.json.writeInto(out, at);
+  });
+  out[at++] = CLOSE_BRACE;
+  return at === size ? out : out.subarray(0, at);
+}
+
+const CLOSE_BRACE = 0x7d;
 
 /** Object and array members whose JSON text is this long are remembered for the next body that holds them. */
 const REMEMBERED_MEMBER_CHARS = 1024;

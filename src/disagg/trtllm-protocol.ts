@@ -1,7 +1,6 @@
 import { conversationIdOf, type RequestKind, type RoutingRequest } from '../routing';
 import { protocolOf } from './kind-protocols';
-import type { TextParts } from '../http-session';
-import { forgetMemberTexts, serializeRequestText } from './serialize';
+import { forgetMemberTexts, type JsonBodyText, serializeRequestText } from './serialize';
 import { cutIdList, parseAroundCut } from '../common/id-list-text';
 import { WorkerBody } from './worker-body';
 
@@ -106,10 +105,10 @@ export function benchmarkGenerationBody(body: Body): Body {
  * disaggregated_params (turned generation_only) and, when it echoed them, the prompt's ids,
  * spliced in as the text they came as (no parse and re-stringify of the bulk of the body).
  */
-export function generationRequestText(kind: RequestKind, body: Body, ctx: ContextAnswerOk, params: Body): string | TextParts {
+export function generationRequestText(kind: RequestKind, body: Body, ctx: ContextAnswerOk, params: Body): JsonBodyText {
   const idsKey = protocolOf(kind).relayIdsKey;
   const fixed = generationMembers(kind, ctx, params);
-  let text: string | TextParts;
+  let text: JsonBodyText;
   if (ctx.promptIdsText === undefined) text = serializeRequestText({ ...body, ...fixed });
   else {
     const { [idsKey]: _replaced, ...rest } = body;

@@ -1,6 +1,5 @@
 import { packBody } from './msgpack-body';
-import type { TextParts } from '../http-session';
-import { serializeRequestText } from './serialize';
+import { type JsonBodyText, serializeRequestText } from './serialize';
 
 type Body = Record<string, unknown>;
 
@@ -11,12 +10,12 @@ type Body = Record<string, unknown>;
  * came as) stays so for JSON workers; msgpack is always made from the object.
  */
 export class WorkerBody {
-  private text: string | TextParts | undefined;
+  private text: JsonBodyText | undefined;
   private packed: Uint8Array | undefined;
 
   constructor(
     private readonly object: () => Body,
-    private readonly makeText: () => string | TextParts = () => serializeRequestText(object()),
+    private readonly makeText: () => JsonBodyText = () => serializeRequestText(object()),
   ) {}
 
   static of(body: Body): WorkerBody {
@@ -28,8 +27,8 @@ export class WorkerBody {
     return WorkerBody.of(edit(this.object()));
   }
 
-  /** The JSON text, in parts when it holds a long string (HttpApiError 400 when the client's body cannot be written). */
-  get json(): string | TextParts {
+  /** The JSON text, in parts when it holds a long string, as bytes when it holds a long id list (HttpApiError 400 when the client's body cannot be written). */
+  get json(): JsonBodyText {
     return (this.text ??= this.makeText());
   }
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
-import { rememberIdListText } from '../../src/common/id-list-text';
+import { IdListJson, idListMembers, rememberIdListJson, rememberIdListText } from '../../src/common/id-list-text';
 import { forgetMemberTexts, serializeRequest, serializeRequestText } from '../../src/disagg/serialize';
 
 /**
@@ -31,6 +31,27 @@ describe('worker bodies written with remembered members', () => {
     const { prompt_token_ids: _ids, ...rest } = context;
     expect(serializeRequest(context)).toBe(JSON.stringify({ ...rest, prompt_token_ids: ids }));
     expect(serializeRequestText(generation, { key: 'prompt_token_ids', text: JSON.stringify(ids) })).toBe(JSON.stringify({ ...generation, prompt_token_ids: ids }));
+  });
+
+  it('writes a body with a long spliced id list as its UTF-8 bytes, the same JSON as the text', () => {
+    const ids = Array.from({ length: 3000 }, (_, i) => (i * 7919) % 151_000);
+    // As the tokenizer's pieces make it: runs of members, joined only when written.
+    rememberIdListJson(ids, IdListJson.ofMembers([0, 1000, 2000].map((at) => idListMembers(Int32Array.from(ids.slice(at, at + 1000))))));
+    const context = { model: 'm', messages, prompt_token_ids: ids, stream: false, disaggregated_params: { request_type: 'context_only' } };
+    const { prompt_token_ids: _ids, ...rest } = context;
+    const expected = JSON.stringify({ ...rest, prompt_token_ids: ids });
+    const bytes = serializeRequestText(context);
+    expect(Buffer.isBuffer(bytes)).toBe(true);
+    expect((bytes as Buffer).toString('utf8') === expected).toBe(true);
+    expect((bytes as Buffer).length).toBe(Buffer.byteLength(expected));
+    expect(serializeRequest(context) === expected).toBe(true);
+    // The generation body with the context answer's ids as the last member, bytes too.
+    const generation = { model: 'm', messages, stream: true, disaggregated_params: { request_type: 'generation_only' } };
+    const echoed = serializeRequestText(generation, { key: 'prompt_token_ids', text: JSON.stringify(ids) });
+    expect(Buffer.isBuffer(echoed) && echoed.toString('utf8') === JSON.stringify({ ...generation, prompt_token_ids: ids })).toBe(true);
+    // Both at once, in the order the text would have them; an empty rest has no comma to add.
+    const both = serializeRequestText({ prompt: ids }, { key: 'x', text: '[1]' });
+    expect(Buffer.isBuffer(both) && both.toString('utf8') === `{"prompt":${JSON.stringify(ids)},"x":[1]}`).toBe(true);
   });
 
   it("forgets a body's remembered members once told: the next body writes them anew", () => {

@@ -1,4 +1,4 @@
-import { MIN_SPLICED_IDS, rememberIdListText } from '../../common/id-list-text';
+import { IdListJson, MIN_SPLICED_IDS, rememberIdListJson } from '../../common/id-list-text';
 import type { PieceCache, PieceIds } from './piece-cache';
 import type { PieceCutter } from './piece-cutter';
 
@@ -77,7 +77,7 @@ export class IncrementalEncoder {
 /** Lists up to this long are allocated at their size (longer ones would get slow dictionary elements). */
 const PREALLOCATED_IDS = 64 * 1024;
 
-/** The pieces' ids in one list, its JSON text (joined from theirs) remembered with it. */
+/** The pieces' ids in one list, its JSON (theirs, joined when written) remembered with it. */
 function joinPieces(found: readonly PieceIds[], wrap: SpecialWrap | undefined): number[] {
   const before = wrap?.before ?? [];
   const after = wrap?.after ?? [];
@@ -96,7 +96,7 @@ function joinPieces(found: readonly PieceIds[], wrap: SpecialWrap | undefined): 
   }
   after.forEach(put);
   if (after.length) members.push(after.join(','));
-  if (n >= MIN_SPLICED_IDS) rememberIdListText(ids, `[${members.join(',')}]`);
+  if (n >= MIN_SPLICED_IDS) rememberIdListJson(ids, IdListJson.ofMembers(members));
   return ids;
 }
 

@@ -1,3 +1,4 @@
+import { idListMembers } from '../../common/id-list-text';
 import { LazyRecency } from '../../common/lazy-recency';
 import { OldestFirst } from '../../common/oldest-first';
 
@@ -24,7 +25,7 @@ interface Entry extends PieceIds {
 
 /** A piece's ids with their JSON members, for a piece the cache does not hold. */
 export function pieceIds(ids: Int32Array): PieceIds {
-  return { ids, json: ids.join(',') };
+  return { ids, json: idListMembers(ids) };
 }
 
 /** Counters of the cache since the process started (the metrics read them). */

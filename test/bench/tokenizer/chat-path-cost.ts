@@ -1,7 +1,7 @@
 import { createRequire } from 'node:module';
 import * as path from 'node:path';
 import { contextRequestBody } from '../../../src/disagg/trtllm-protocol';
-import { serializeRequest } from '../../../src/disagg/serialize';
+import { serializeRequestText } from '../../../src/disagg/serialize';
 import { BlockHashCache, KvBlockTable } from '../../../src/kv-cache';
 import { PromptTokenizer } from '../../../src/tokenizer';
 import { chatConversations } from '../lib/chat-workload';
@@ -65,7 +65,11 @@ async function main(): Promise<void> {
         for (const chain of chains) table.matchPrefix(chain);
         for (const chain of chains) table.track(chain, 30_000);
       });
-      timed('serialize', () => Buffer.from(serializeRequest(contextRequestBody('chat', body, prompt.tokenIds, 1, undefined))));
+      timed('serialize', () => {
+        // As the socket gets it: bytes as they are, a text encoded.
+        const json = serializeRequestText(contextRequestBody('chat', body, prompt.tokenIds, 1, undefined));
+        return Buffer.isBuffer(json) ? json : Buffer.from(String(json));
+      });
     }
     const c = process.cpuUsage(c0);
     if (round > 0) {
