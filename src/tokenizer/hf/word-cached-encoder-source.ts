@@ -37,6 +37,173 @@ function wordEncoderShape(json) {
   return steps.slice(0, -1).every((s) => s.type === 'Split' && !s.invert && s.behavior === 'Isolated');
 }
 
+// The Split pattern of Llama 3 and Qwen2/Qwen3 (GPT-4's family) as the library compiles it,
+// backslashes written '~', DIGITS standing for what follows the number class ('' or '{1,3}').
+const GPT4_SPLIT = "(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^~r~n~p{L}~p{N}]?~p{L}+|~p{N}DIGITS| ?[^~p{White_Space}~p{L}~p{N}]+[~r~n]*|~p{White_Space}*[~r~n]+|~p{White_Space}+(?!~P{White_Space})|~p{White_Space}+";
+
+// How many digits that pattern's number token takes (1 or 3), 0 for any other pattern.
+function gpt4SplitDigits(pattern) {
+  if (!(pattern instanceof RegExp) || pattern.flags !== 'gu') return 0;
+  const shape = pattern.source.split(String.fromCharCode(92)).join('~');
+  if (shape === GPT4_SPLIT.replace('DIGITS', '')) return 1;
+  if (shape === GPT4_SPLIT.replace('DIGITS', '{1,3}')) return 3;
+  return 0;
+}
+
+// Code point classes as that pattern reads them: \\p{L}, \\p{N}, \\p{White_Space}, anything else.
+const LETTER = 1;
+const NUMBER = 2;
+const SPACE = 3;
+const OTHER = 4;
+const LETTER_RE = /^\\p{L}$/u;
+const NUMBER_RE = /^\\p{N}$/u;
+const SPACE_RE = /^\\p{White_Space}$/u;
+// The class of every BMP code point, learned from those regexes on first sight (0: not yet).
+const bmpClasses = new Uint8Array(0x10000);
+const astralClasses = new Map();
+function classifyCodePoint(cp) {
+  // A lone surrogate is a code point of its own to a 'u' regex, and in none of the classes.
+  const ch = String.fromCodePoint(cp);
+  return LETTER_RE.test(ch) ? LETTER : NUMBER_RE.test(ch) ? NUMBER : SPACE_RE.test(ch) ? SPACE : OTHER;
+}
+function classOf(cp) {
+  if (cp < 0x10000) {
+    const known = bmpClasses[cp];
+    return known !== 0 ? known : (bmpClasses[cp] = classifyCodePoint(cp));
+  }
+  let known = astralClasses.get(cp);
+  if (known === undefined) {
+    if (astralClasses.size >= 4096) astralClasses.clear();
+    astralClasses.set(cp, (known = classifyCodePoint(cp)));
+  }
+  return known;
+}
+// The code point at i: a surrogate pair as one, a lone surrogate as itself (as a 'u' regex reads).
+function codePointAt(text, i) {
+  const c = text.charCodeAt(i);
+  if (c < 0xd800 || c > 0xdbff || i + 1 >= text.length) return c;
+  const d = text.charCodeAt(i + 1);
+  return d >= 0xdc00 && d <= 0xdfff ? ((c - 0xd800) << 10) + (d - 0xdc00) + 0x10000 : c;
+}
+const widthOf = (cp) => (cp > 0xffff ? 2 : 1);
+const isNewline = (c) => c === 10 || c === 13;
+// Where the run of code points of class k starting at i ends.
+function classRunEnd(text, i, k) {
+  const n = text.length;
+  while (i < n) {
+    const cp = codePointAt(text, i);
+    if (classOf(cp) !== k) break;
+    i += widthOf(cp);
+  }
+  return i;
+}
+// The end of "'s", "'t", "'re", "'ve", "'m", "'ll" or "'d" (either case) at i, 0 when none is.
+function contractionEnd(text, i) {
+  // | 0x20 lower-cases an ASCII letter and maps no other character onto one.
+  const a = text.charCodeAt(i + 1) | 0x20;
+  if (a === 0x73 || a === 0x74 || a === 0x6d || a === 0x64) return i + 2;
+  const b = text.charCodeAt(i + 2) | 0x20;
+  if ((a === 0x72 || a === 0x76) && b === 0x65) return i + 3;
+  return a === 0x6c && b === 0x6c ? i + 3 : 0;
+}
+
+// That pattern's matches in text, left to right, as the regex finds them (its alternatives in
+// order, each greedy), passed to emit as where each starts and ends. The regex spends most of a chat turn's encode on the
+// words it matches, a scan by class table a fraction of it; every character is in some match.
+function splitGpt4(text, maxDigits, emit) {
+  const n = text.length;
+  let i = 0;
+  while (i < n) {
+    const c = codePointAt(text, i);
+    const w = widthOf(c);
+    const k = classOf(c);
+    let end = c === 0x27 ? contractionEnd(text, i) : 0;
+    if (end > 0) {
+      // 's|'t|'re|'ve|'m|'ll|'d
+    } else if (k === LETTER) {
+      end = classRunEnd(text, i + w, LETTER);
+    } else if (k !== NUMBER && !isNewline(c) && i + w < n && classOf(codePointAt(text, i + w)) === LETTER) {
+      // [^\\r\\n\\p{L}\\p{N}]?\\p{L}+ with its first character
+      end = classRunEnd(text, i + w, LETTER);
+    } else if (k === NUMBER) {
+      end = i + w;
+      for (let taken = 1; taken < maxDigits && end < n; taken++) {
+        const next = codePointAt(text, end);
+        if (classOf(next) !== NUMBER) break;
+        end += widthOf(next);
+      }
+    } else if (k === OTHER || (c === 0x20 && i + 1 < n && classOf(codePointAt(text, i + 1)) === OTHER)) {
+      // " ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*"
+      end = classRunEnd(text, k === OTHER ? i : i + 1, OTHER);
+      while (end < n && isNewline(text.charCodeAt(end))) end++;
+    } else {
+      // White space: up to its last newline (\\s*[\\r\\n]+); else all of it when the text ends
+      // there or it is one character (\\s+), else all but its last (\\s+(?!\\S)).
+      const runEnd = classRunEnd(text, i, SPACE);
+      let last = runEnd - 1;
+      while (last >= i && !isNewline(text.charCodeAt(last))) last--;
+      end = last >= i ? last + 1 : runEnd === n || runEnd - i === 1 ? runEnd : runEnd - 1;
+    }
+    emit(i, end);
+    i = end;
+  }
+}
+
+// Pre-tokens' ids by the pre-token, looked up by where one sits in a text: no substring per
+// word and no string hash by the engine, which a chat turn's thousand words each cost. Open
+// addressing over at most capacity words; full, it starts again empty.
+function wordTable(capacity) {
+  const mask = (1 << Math.ceil(Math.log2(capacity * 2))) - 1;
+  const slots = new Int32Array(mask + 1);
+  const hashes = new Int32Array(capacity);
+  let words = [];
+  let ids = [];
+  const hashOf = (text, start, end) => {
+    let h = 0x811c9dc5 | 0;
+    for (let i = start; i < end; i++) h = Math.imul(h ^ text.charCodeAt(i), 0x01000193);
+    return h;
+  };
+  // The entry of text's start..end, or -1 - the free slot where it would go.
+  const find = (text, start, end, h) => {
+    const length = end - start;
+    for (let slot = h & mask; ; slot = (slot + 1) & mask) {
+      const entry = slots[slot] - 1;
+      if (entry < 0) return -1 - slot;
+      if (hashes[entry] !== h) continue;
+      const word = words[entry];
+      if (word.length !== length) continue;
+      let i = 0;
+      while (i < length && word.charCodeAt(i) === text.charCodeAt(start + i)) i++;
+      if (i === length) return entry;
+    }
+  };
+  return {
+    get(text, start, end) {
+      const entry = find(text, start, end, hashOf(text, start, end));
+      return entry >= 0 ? ids[entry] : undefined;
+    },
+    set(word, wordIds) {
+      const h = hashOf(word, 0, word.length);
+      let at = find(word, 0, word.length, h);
+      if (at >= 0) {
+        ids[at] = wordIds;
+        return;
+      }
+      if (words.length >= capacity) {
+        slots.fill(0);
+        words = [];
+        ids = [];
+        at = find(word, 0, word.length, h);
+      }
+      slots[-1 - at] = words.length + 1;
+      hashes[words.length] = h;
+      // A copy of its own: a slice of a prompt would keep the whole prompt alive.
+      words.push(word.length >= 13 ? (' ' + word).slice(1) : word);
+      ids.push(wordIds);
+    },
+  };
+}
+
 function wordCachedEncoder(tokenizer, json) {
   const WORD_CACHE_ENTRIES = 65536;
   const MAX_CACHED_WORD = 256;
@@ -60,32 +227,33 @@ function wordCachedEncoder(tokenizer, json) {
     const a = added.get(token);
     return a !== undefined ? a.id : (vocab.get(token) ?? unk);
   };
-  const words = new Map();
+  const words = wordTable(WORD_CACHE_ENTRIES);
   const remember = (word, ids) => {
-    if (word.length >= MAX_CACHED_WORD) return;
-    if (words.size >= WORD_CACHE_ENTRIES) words.clear();
-    words.set(word, ids);
+    if (word.length < MAX_CACHED_WORD) words.set(word, ids);
   };
   const encodeWord = (word) => {
-    let ids = words.get(word);
+    let ids = words.get(word, 0, word.length);
     if (ids === undefined) remember(word, (ids = tokenizer.model(byteLevel.pre_tokenize_text(word, {})).map(idOf)));
     return ids;
   };
   // Set while tryEncode runs: words not in the cache are listed instead of computed.
   let missing;
-  const pushWord = (word, out) => {
+  // The ids of text's characters start to end (one pre-token) onto out.
+  const pushWordAt = (text, start, end, out) => {
     if (missing !== undefined) {
-      const ids = words.get(word);
-      if (ids === undefined) missing.add(word);
+      const ids = words.get(text, start, end);
+      if (ids === undefined) missing.add(text.slice(start, end));
       else for (let i = 0; i < ids.length; i++) out.push(ids[i]);
       return;
     }
-    const ids = encodeWord(word);
+    const ids = encodeWord(text.slice(start, end));
     for (let i = 0; i < ids.length; i++) out.push(ids[i]);
   };
+  const pushWord = (word, out) => pushWordAt(word, 0, word.length, out);
   // The library's regex_split (Isolated), feeding each part to the next pattern or to the model.
   const splitInto = (text, level, out) => {
     if (level === patterns.length) return pushWord(text, out);
+    if (level === 0 && gpt4Digits > 0) return splitGpt4(text, gpt4Digits, (start, end) => pushWordAt(text, start, end, out));
     // Matches as plain strings (no match object per word): when they add up to the whole text
     // they are contiguous, so there are no gaps between them to pass on.
     const parts = text.match(patterns[level]);
@@ -106,6 +274,7 @@ function wordCachedEncoder(tokenizer, json) {
     }
     if (prev < text.length) splitInto(text.slice(prev), level + 1, out);
   };
+  const gpt4Digits = patterns.length === 1 ? gpt4SplitDigits(patterns[0]) : 0;
   // The library's DictionarySplitter.split (the longest added token at the leftmost place it
   // starts), but jumping with a regex to the characters an added token can start with instead of
   // walking the trie from every character: that walk made a one-character string per character
