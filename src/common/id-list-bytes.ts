@@ -1,19 +1,10 @@
+import { CLOSE_BRACKET as CLOSE, COMMA, isJsonBlank as isBlank, OPEN_BRACKET as OPEN, ZERO } from './json-chars';
 
 /**
  * A JSON list of token ids read straight from a request's bytes (README "Worker body
  * encoding"): one pass over the digits makes the numbers, where a text look-up and JSON.parse
  * of the list would decode, scan and parse the same bytes three times.
  */
-
-// The bytes as local constants: read through another module's exports, they cost a load per byte here.
-const OPEN = 0x5b;
-const CLOSE = 0x5d;
-const COMMA = 0x2c;
-const ZERO = 0x30;
-const NINE = 0x39;
-
-/** JSON's own whitespace (as json-chars.ts isJsonBlank). */
-const isBlank = (c: number): boolean => c === 0x20 || c === 0x09 || c === 0x0a || c === 0x0d;
 
 /** More digits than this may not be exact in a double the way JSON.parse rounds it: left to JSON.parse. */
 const MAX_DIGITS = 15;
@@ -42,23 +33,24 @@ const MAX_SMALL_ID = 2 ** 30 - 1;
  * after JSON blanks; undefined for anything else, which the caller then parses the usual way.
  */
 export function scanIdList(bytes: Uint8Array, from: number): ScannedIdList | undefined {
-  // Reads past the end give undefined, which no test below takes: no bounds check per byte.
+  const n = bytes.length;
   let i = from;
-  let c = bytes[i];
-  while (isBlank(c)) c = bytes[++i];
-  if (c !== OPEN) return undefined;
+  while (i < n && isBlank(bytes[i])) i++;
+  if (i >= n || bytes[i] !== OPEN) return undefined;
   const start = i++;
   const values = scratch;
   let count = 0;
   let large = false;
+  // Each byte read once into `c` (0 past the end, which no test below takes).
   for (;;) {
-    c = bytes[i];
-    while (isBlank(c)) c = bytes[++i];
+    let c = i < n ? bytes[i] : 0;
+    while (isBlank(c)) c = ++i < n ? bytes[i] : 0;
     const first = i;
     let value = 0;
-    while (c >= ZERO && c <= NINE) {
-      value = value * 10 + (c - ZERO);
-      c = bytes[++i];
+    let digit = c - ZERO;
+    while (digit >= 0 && digit <= 9) {
+      value = value * 10 + digit;
+      digit = ++i < n ? bytes[i] - ZERO : -1;
     }
     const digits = i - first;
     if (digits === 0 || digits > MAX_DIGITS || (digits > 1 && bytes[first] === ZERO)) return notAList(large);
@@ -66,7 +58,8 @@ export function scanIdList(bytes: Uint8Array, from: number): ScannedIdList | und
     if (count < values.length) values[count] = value;
     else values.push(value);
     count++;
-    while (isBlank(c)) c = bytes[++i];
+    c = i < n ? bytes[i] : 0;
+    while (isBlank(c)) c = ++i < n ? bytes[i] : 0;
     if (c === COMMA) {
       i++;
       continue;

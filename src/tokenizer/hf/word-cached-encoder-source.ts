@@ -99,10 +99,12 @@ function classRunEnd(text, i, k) {
 }
 // The end of "'s", "'t", "'re", "'ve", "'m", "'ll" or "'d" (either case) at i, 0 when none is.
 function contractionEnd(text, i) {
-  // | 0x20 lower-cases an ASCII letter and maps no other character onto one.
-  const a = text.charCodeAt(i + 1) | 0x20;
+  // | 0x20 lower-cases an ASCII letter and maps no other character onto one. Read within the
+  // text only: an out-of-range read would cost the optimised scanner its fast path.
+  const n = text.length;
+  const a = i + 1 < n ? text.charCodeAt(i + 1) | 0x20 : 0;
   if (a === 0x73 || a === 0x74 || a === 0x6d || a === 0x64) return i + 2;
-  const b = text.charCodeAt(i + 2) | 0x20;
+  const b = i + 2 < n ? text.charCodeAt(i + 2) | 0x20 : 0;
   if ((a === 0x72 || a === 0x76) && b === 0x65) return i + 3;
   return a === 0x6c && b === 0x6c ? i + 3 : 0;
 }
