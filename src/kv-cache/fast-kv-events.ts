@@ -1,3 +1,4 @@
+import { isRecord } from '../common/is-record';
 import { parseKvEvents, type KvCacheEvent, type KvStoredBlock } from './kv-events';
 
 /** A digit string the rewrite below turned into a JSON string, so it keeps all 64 bits. */
@@ -116,6 +117,3 @@ function blockHash(v: unknown): bigint | string | undefined {
   return undefined;
 }
 
-export function isRecord(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
-}

@@ -1,3 +1,5 @@
+import { isRecord } from '../common/is-record';
+
 /**
  * KV cache events as workers publish them on `POST /kv_cache_events` (TensorRT-LLM format).
  *
@@ -176,6 +178,3 @@ export function eventHashAlgo(event: KvCacheEvent, fallback = 'v1_block_key'): s
   return event.hash_algo ?? event.data.hash_algo ?? fallback;
 }
 
-function isRecord(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
-}

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
+import { isRecord } from '../common/is-record';
 import {
-  isRecord,
   normalizeBlocks,
   normalizeHashes,
   normalizeKvEvent,

@@ -1,3 +1,4 @@
+import { isRecord } from '../common/is-record';
 import type { RequestKind } from '../routing';
 import { invalidRequest } from '../common';
 
@@ -81,6 +82,5 @@ function isStringArray(v: unknown): boolean {
   return Array.isArray(v) && v.every((x) => typeof x === 'string');
 }
 
-export function isPlainObject(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
-}
+/** A JSON object (common/is-record.ts), under the name the validators use. */
+export const isPlainObject = isRecord;

@@ -1,3 +1,5 @@
+import { isRecord } from '../common/is-record';
+
 /**
  * A chat's messages as a TensorRT-LLM worker hands them to its chat template (docs/protocol.md
  * "Chat messages as the worker renders them"): trtllm-serve parses each message before
@@ -65,5 +67,3 @@ function withObjectArguments(call: unknown): unknown {
   }
   return { ...call, function: { ...call.function, arguments: parsed } };
 }
-
-const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);

@@ -1,3 +1,4 @@
+import { isRecord } from '../../common/is-record';
 import { readFileSync, existsSync } from 'node:fs';
 import * as path from 'node:path';
 import { Logger } from '@nestjs/common';
@@ -193,6 +194,3 @@ function readJson(file: string): Record<string, unknown> | undefined {
   return isRecord(v) ? v : undefined;
 }
 
-function isRecord(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
-}

@@ -1,3 +1,5 @@
+import { isRecord } from '../../common/is-record';
+
 /**
  * Whether a tokenizer may cut plain text into pieces encoded apart, and where. The one cut
  * used is before a space that sits between two ASCII letters ("word| word"): every pre-tokenizer
@@ -28,7 +30,6 @@ const SAFE_SPLIT_REGEXES: ReadonlySet<string> = new Set([
 
 type Json = Record<string, unknown> | null | undefined;
 
-const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 function safeNormalizer(n: Json): boolean {
   if (n == null) return true;
