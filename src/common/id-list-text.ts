@@ -1,3 +1,5 @@
+import { CLOSE_BRACKET, COMMA, OPEN_BRACKET, ZERO } from './json-chars';
+
 /**
  * Token-id lists kept as the text they arrived as, so a body that passes them on is written by
  * splicing that text in rather than by serialising thousands of numbers again (README
@@ -48,10 +50,6 @@ export class IdListJson {
   }
 }
 
-const OPEN_BRACKET = 0x5b;
-const CLOSE_BRACKET = 0x5d;
-const COMMA = 0x2c;
-const DIGIT_ZERO = 0x30;
 const MINUS = 0x2d;
 
 interface RememberedIds {
@@ -117,7 +115,7 @@ export function idListMembers(ids: Int32Array): string {
     at += digits;
     for (let end = at; end > at - digits; ) {
       const rest = Math.floor(v / 10);
-      out[--end] = DIGIT_ZERO + v - rest * 10;
+      out[--end] = ZERO + v - rest * 10;
       v = rest;
     }
   }

@@ -1,5 +1,6 @@
 import { HttpApiError } from '../common';
 import { IdListJson, idListJsonOf, idListTextOf, PROMPT_ID_MEMBERS } from '../common/id-list-text';
+import { CLOSE_BRACE } from '../common/json-chars';
 import { SLICED_BODY_CHARS, TextParts } from '../http-session';
 
 /**
@@ -77,15 +78,15 @@ function withSplicedIds(value: unknown): string | undefined {
 
 /** `head` (an object's JSON text) with the members put in before its closing brace. */
 function withTailText(head: string, tail: readonly TailMember[]): string {
-  let text = head.slice(0, -1);
-  for (const m of tail) text += `${text.length > 1 ? ',' : ''}${JSON.stringify(m.key)}:${typeof m.json === 'string' ? m.json : m.json.text}`;
-  return `${text}}`;
+  const open = head.slice(0, -1);
+  const keys = tailKeys(open, tail);
+  return `${open}${tail.map((m, i) => keys[i] + (typeof m.json === 'string' ? m.json : m.json.text)).join('')}}`;
 }
 
 /** withTailText's text as UTF-8 bytes, written without the text. */
 function withTailBytes(head: string, tail: readonly TailMember[]): Buffer {
   const open = head.slice(0, -1);
-  const keys = tail.map((m, i) => `${i > 0 || open.length > 1 ? ',' : ''}${JSON.stringify(m.key)}:`);
+  const keys = tailKeys(open, tail);
   let size = Buffer.byteLength(open, 'utf8') + 1;
   tail.forEach((m, i) => (size += Buffer.byteLength(keys[i], 'utf8') + (typeof m.json === 'string' ? Buffer.byteLength(m.json, 'utf8') : m.json.chars)));
   const out = Buffer.allocUnsafe(size);
@@ -98,7 +99,8 @@ function withTailBytes(head: string, tail: readonly TailMember[]): Buffer {
   return at === size ? out : out.subarray(0, at);
 }
 
-const CLOSE_BRACE = 0x7d;
+/** What goes before each tail member's value: a comma unless it is the object's first, and its key. */
+const tailKeys = (open: string, tail: readonly TailMember[]): string[] => tail.map((m, i) => `${i > 0 || open.length > 1 ? ',' : ''}${JSON.stringify(m.key)}:`);
 
 /** Object and array members whose JSON text is this long are remembered for the next body that holds them. */
 const REMEMBERED_MEMBER_CHARS = 1024;
