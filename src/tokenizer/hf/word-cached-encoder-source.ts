@@ -233,23 +233,23 @@ function wordCachedEncoder(tokenizer, json) {
   const remember = (word, ids) => {
     if (word.length < MAX_CACHED_WORD) words.set(word, ids);
   };
-  const encodeWord = (word) => {
-    let ids = words.get(word, 0, word.length);
-    if (ids === undefined) remember(word, (ids = tokenizer.model(byteLevel.pre_tokenize_text(word, {})).map(idOf)));
+  // The ids of text's characters start to end (one pre-token), computed and cached when new.
+  const wordIdsAt = (text, start, end) => {
+    let ids = words.get(text, start, end);
+    if (ids === undefined) {
+      const word = text.slice(start, end);
+      remember(word, (ids = tokenizer.model(byteLevel.pre_tokenize_text(word, {})).map(idOf)));
+    }
     return ids;
   };
+  const encodeWord = (word) => wordIdsAt(word, 0, word.length);
   // Set while tryEncode runs: words not in the cache are listed instead of computed.
   let missing;
   // The ids of text's characters start to end (one pre-token) onto out.
   const pushWordAt = (text, start, end, out) => {
-    if (missing !== undefined) {
-      const ids = words.get(text, start, end);
-      if (ids === undefined) missing.add(text.slice(start, end));
-      else for (let i = 0; i < ids.length; i++) out.push(ids[i]);
-      return;
-    }
-    const ids = encodeWord(text.slice(start, end));
-    for (let i = 0; i < ids.length; i++) out.push(ids[i]);
+    const ids = missing !== undefined ? words.get(text, start, end) : wordIdsAt(text, start, end);
+    if (ids === undefined) missing.add(text.slice(start, end));
+    else for (let i = 0; i < ids.length; i++) out.push(ids[i]);
   };
   const pushWord = (word, out) => pushWordAt(word, 0, word.length, out);
   // The library's regex_split (Isolated), feeding each part to the next pattern or to the model.
