@@ -192,8 +192,9 @@ function findLongStrings(body: Record<string, unknown>, skip: string | undefined
   const holds = (value: unknown, depth: number): boolean => {
     if (typeof value !== 'object' || value === null || depth > MAX_DEPTH) return false;
     if (typeof (value as { toJSON?: unknown }).toJSON === 'function') return false;
-    // The router's own id lists (remembered with their text) hold no string.
-    if (idListTextOf(value) !== undefined) return false;
+    // The router's own id lists hold no string; asked without joining their text, which the
+    // body may never need as one (it goes out as bytes when long).
+    if (idListJsonOf(value) !== undefined) return false;
     let keys: Set<string> | undefined;
     if (Array.isArray(value)) {
       for (let i = 0; i < value.length; i++) {

@@ -1,4 +1,4 @@
-import { describe, expect, it } from '@jest/globals';
+import { describe, expect, it, jest } from '@jest/globals';
 import { IdListJson, idListMembers, rememberIdListJson, rememberIdListText } from '../../src/common/id-list-text';
 import { forgetMemberTexts, serializeRequest, serializeRequestText } from '../../src/disagg/serialize';
 
@@ -40,7 +40,11 @@ describe('worker bodies written with remembered members', () => {
     const context = { model: 'm', messages, prompt_token_ids: ids, stream: false, disaggregated_params: { request_type: 'context_only' } };
     const { prompt_token_ids: _ids, ...rest } = context;
     const expected = JSON.stringify({ ...rest, prompt_token_ids: ids });
+    // Written member by member: the list is never joined into one text on the way.
+    const joined = jest.spyOn(IdListJson.prototype, 'text', 'get');
     const bytes = serializeRequestText(context);
+    expect(joined).not.toHaveBeenCalled();
+    joined.mockRestore();
     expect(Buffer.isBuffer(bytes)).toBe(true);
     expect((bytes as Buffer).toString('utf8') === expected).toBe(true);
     expect((bytes as Buffer).length).toBe(Buffer.byteLength(expected));
