@@ -53,7 +53,7 @@ export class CappedSets<T extends bigint | string> {
   }
 
   has(value: T): boolean {
-    // The one-Set case on its own, small enough to inline: the KV-aware hot path calls has() per block.
+    // The one-Set case on its own, small enough to inline: the KV-aware path calls has() per block (hex keys).
     const only = this.only;
     return only !== undefined ? only.has(value) : this.setOf(value).has(value);
   }

@@ -1,6 +1,6 @@
 /**
  * The block hashes the router believes a worker holds. Keys are bigint for 64-bit hashes
- * (v1_block_key, v2_sha256_64) and string for hex (v2_sha256) hashes.
+ * (v1_block_key, v2_sha256_64), kept in typed arrays, and string for hex (v2_sha256) hashes.
  *
  * Two kinds of entries: blocks the worker's KV cache events confirmed (the truth, kept until a
  * `removed` or `created` event), and blocks the router recorded itself when it routed a prompt
@@ -9,13 +9,16 @@
  * if the worker never confirms it.
  */
 import { CappedSets } from './capped-sets';
+import { isU64, U64BlockStore } from './u64-block-store';
 
 export type BlockKey = bigint | string;
 
 export class KvBlockTable {
-  /** Confirmed blocks, in Sets of bounded size: a table of a million blocks grows without a long rehash. */
+  /** 64-bit keys, confirmed and recorded alike, in typed arrays (U64BlockStore). */
+  private readonly wide = new U64BlockStore();
+  /** Other keys (hex): confirmed blocks in Sets of bounded size, so a table of a million blocks grows without a long rehash. */
   private readonly blocks = new CappedSets<BlockKey>();
-  /** Recorded, not yet confirmed: hash -> expiry (performance.now() ms). */
+  /** Other keys recorded, not yet confirmed: hash -> expiry (performance.now() ms). */
   private readonly tracked = new Map<BlockKey, number>();
   /** The earliest expiry among the recorded blocks (Infinity: none), when the last scan was, and how often one may run. */
   private earliestExpiry = Infinity;
@@ -28,15 +31,16 @@ export class KvBlockTable {
 
   /** Blocks confirmed by events. */
   get size(): number {
-    return this.blocks.size;
+    return this.wide.confirmed + this.blocks.size;
   }
 
   /** Blocks recorded on routing and not confirmed yet (expired ones may linger until a sweep). */
   get trackedSize(): number {
-    return this.tracked.size;
+    return this.wide.tracked + this.tracked.size;
   }
 
   has(hash: BlockKey, now = performance.now()): boolean {
+    if (isU64(hash)) return this.wide.has(hash, now);
     if (this.blocks.has(hash)) return true;
     const expiry = this.tracked.get(hash);
     return expiry !== undefined && expiry > now;
@@ -44,17 +48,20 @@ export class KvBlockTable {
 
   /** A block the worker's events say it stores. */
   add(hash: BlockKey): void {
+    if (isU64(hash)) return this.wide.confirm(hash);
     this.blocks.add(hash);
     this.tracked.delete(hash);
   }
 
   /** A block the worker's events say it dropped (confirmed or only recorded). */
   delete(hash: BlockKey): void {
+    if (isU64(hash)) return void this.wide.delete(hash);
     this.blocks.delete(hash);
     this.tracked.delete(hash);
   }
 
   clear(): void {
+    this.wide.clear();
     this.blocks.clear();
     this.tracked.clear();
     this.earliestExpiry = Infinity;
@@ -65,7 +72,10 @@ export class KvBlockTable {
     this.sweep(now);
     const expiry = now + ttlMs;
     // Updated in place: the same prompt routed again costs no delete and re-insert per block.
-    for (const h of hashes) if (!this.blocks.has(h)) this.tracked.set(h, expiry);
+    for (const h of hashes) {
+      if (isU64(h)) this.wide.track(h, expiry);
+      else if (!this.blocks.has(h)) this.tracked.set(h, expiry);
+    }
     if (expiry < this.earliestExpiry) this.earliestExpiry = expiry;
     this.sweepGapMs = ttlMs / 4;
   }
@@ -77,7 +87,7 @@ export class KvBlockTable {
   sweep(now = performance.now()): void {
     if (now < this.earliestExpiry || now < this.lastSweep + this.sweepGapMs) return;
     this.lastSweep = now;
-    let earliest = Infinity;
+    let earliest = this.wide.dropExpired(now);
     for (const [h, expiry] of this.tracked) {
       if (expiry <= now) this.tracked.delete(h);
       else if (expiry < earliest) earliest = expiry;
@@ -86,13 +96,15 @@ export class KvBlockTable {
   }
 
   /** The confirmed hashes, in no particular order (admin state, tests). */
-  keys(): IterableIterator<BlockKey> {
-    return this.blocks.keys();
+  *keys(): IterableIterator<BlockKey> {
+    yield* this.wide.keys(true);
+    yield* this.blocks.keys();
   }
 
   /** The recorded, unconfirmed hashes (tests). */
-  trackedKeys(): IterableIterator<BlockKey> {
-    return this.tracked.keys();
+  *trackedKeys(): IterableIterator<BlockKey> {
+    yield* this.wide.keys(false);
+    yield* this.tracked.keys();
   }
 
   /** Number of leading hashes of the chain present in the table (a prefix match). */

@@ -4,11 +4,11 @@ import { KvBlockTable } from '../../../src/kv-cache';
 
 /**
  * The KV-aware hot path's block-table lookups (has() per block of a prompt, through
- * matchPrefix): ns per lookup against a table of `sizes` confirmed blocks (20,000: one Set;
- * 50,000: two; 1.1M: about 64, see src/kv-cache/capped-sets.ts), prompts of 64
+ * matchPrefix): ns per lookup against a table of `sizes` confirmed 64-bit blocks (20,000: one
+ * shard; 50,000: two; 1.1M: about 64, see src/kv-cache/u64-block-store.ts), prompts of 64
  * blocks of which the first `hits` are in the table. With an `--ab` build present
  * (dist-bench/ab), its KvBlockTable runs alternately with this tree's, in the same process.
- * Then the longest single add() while a table grows to the largest size (a whole-Set rehash).
+ * Then the longest single add() while a table grows to the largest size (a shard's split).
  *
  *   node test/bench/build.mjs [&& node test/bench/build.mjs --ab=<ref>] && node dist-bench/test/bench/routing/kv-table-cost.js [--sizes=20000,50000,1100000 --rounds=5]
  */

@@ -1,0 +1,262 @@
+import { randomInt } from 'node:crypto';
+
+/** Slots per shard at most; a full-size shard splits (or, at MAX_DEPTH, grows) at about half full. */
+export const SHARD_SLOTS = 2 ** 16;
+/** Slots of a new table (4 KiB): a router has a table per worker and hash algorithm, most of them small. */
+const FIRST_SLOTS = 256;
+/** Splits stop here (2^12 shards); a shard at that depth grows instead, as a plain table would. */
+const MAX_DEPTH = 12;
+const EMPTY = 0;
+const LIVE = 1;
+const DELETED = 2;
+/** The expiry of a confirmed block: never. */
+const CONFIRMED = Infinity;
+
+/** Random odd multipliers: where a key lands differs per process (see README "KV block tables"). */
+const MUL_A = (randomInt(2 ** 31) * 2 + 1) | 0;
+const MUL_B = (randomInt(2 ** 31) * 2 + 1) | 0;
+const MUL_C = (randomInt(2 ** 31) * 2 + 1) | 0;
+
+/** A key's halves: stored into a BigUint64Array, read back as two uint32 (no bigint arithmetic, which allocates). */
+const scratch = new BigUint64Array(1);
+const halves = new Uint32Array(scratch.buffer);
+const LOW = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1 ? 0 : 1;
+const HIGH = 1 - LOW;
+
+/** A 32-bit hash of a 64-bit key given as its high and low halves, every output bit on every input bit. */
+function hashOf(hi: number, lo: number): number {
+  let h = Math.imul(lo, MUL_A);
+  h ^= Math.imul(hi ^ (h >>> 15), MUL_B);
+  h ^= h >>> 16;
+  h = Math.imul(h, MUL_C);
+  return h ^ (h >>> 13);
+}
+
+/** One open-addressing table (linear probing): the keys' halves, a state and an expiry per slot. */
+class Shard {
+  hi: Uint32Array;
+  lo: Uint32Array;
+  state: Uint8Array;
+  expiry: Float64Array;
+  /** Live keys, and slots taken by a key or a deleted one (probes stop only at an empty slot). */
+  live = 0;
+  used = 0;
+  private shift: number;
+
+  constructor(
+    slots: number,
+    /** How many low bits of the hash its keys share (the directory's index). */
+    public depth: number,
+    /** The live count it splits at: a random point, so evenly filled shards do not all split at once. */
+    public splitAt: number,
+  ) {
+    this.hi = new Uint32Array(slots);
+    this.lo = new Uint32Array(slots);
+    this.state = new Uint8Array(slots);
+    this.expiry = new Float64Array(slots);
+    this.shift = 32 - Math.log2(slots);
+  }
+
+  get slots(): number {
+    return this.state.length;
+  }
+
+  /** The key's slot, or -1. Slots are picked by the hash's high bits; the directory used its low ones. */
+  find(hi: number, lo: number, h: number): number {
+    const mask = this.state.length - 1;
+    for (let i = h >>> this.shift; ; i = (i + 1) & mask) {
+      const s = this.state[i];
+      if (s === EMPTY) return -1;
+      if (s === LIVE && this.hi[i] === hi && this.lo[i] === lo) return i;
+    }
+  }
+
+  /** Puts a key known to be absent; returns its slot. */
+  insert(hi: number, lo: number, h: number, expiry: number): number {
+    const mask = this.state.length - 1;
+    let i = h >>> this.shift;
+    while (this.state[i] === LIVE) i = (i + 1) & mask;
+    if (this.state[i] === EMPTY) this.used++;
+    this.state[i] = LIVE;
+    this.hi[i] = hi;
+    this.lo[i] = lo;
+    this.expiry[i] = expiry;
+    this.live++;
+    return i;
+  }
+
+  remove(slot: number): void {
+    this.state[slot] = DELETED;
+    this.live--;
+  }
+}
+
+/**
+ * The blocks of one worker whose keys are 64-bit (v1_block_key, v2_sha256_64), each confirmed
+ * (by the worker's events) or recorded with an expiry, in typed arrays: a Map or Set keyed by
+ * bigint costs a value comparison and hash per probe, and its entries are objects the GC
+ * walks. Kept in shards of 2^16 slots at most, split by the hash's low bits as the table grows
+ * (extendible hashing, as CappedSets), so no insert rehashes the whole table at once; deleted
+ * keys leave markers that a shard's rebuild clears. Keys are bigints from 0 to 2^64 - 1 (the
+ * caller checks: a BigUint64Array would wrap any other).
+ */
+export class U64BlockStore {
+  private dir: Shard[];
+  private depth = 0;
+  confirmed = 0;
+  tracked = 0;
+
+  constructor(
+    private readonly shardSlots = SHARD_SLOTS,
+    private readonly maxDepth = MAX_DEPTH,
+  ) {
+    this.dir = [this.newShard(Math.min(FIRST_SLOTS, shardSlots), 0)];
+  }
+
+  get shardCount(): number {
+    return new Set(this.dir).size;
+  }
+
+  /** Whether the key is confirmed, or recorded with an expiry after `now`. */
+  has(key: bigint, now: number): boolean {
+    scratch[0] = key;
+    const hi = halves[HIGH];
+    const lo = halves[LOW];
+    const h = hashOf(hi, lo);
+    const shard = this.dir[h & ((1 << this.depth) - 1)];
+    const slot = shard.find(hi, lo, h);
+    return slot >= 0 && shard.expiry[slot] > now;
+  }
+
+  /** Confirms the key (recorded or not before). */
+  confirm(key: bigint): void {
+    this.put(key, CONFIRMED, true);
+  }
+
+  /** Records the key until `expiry`, unless it is confirmed. */
+  track(key: bigint, expiry: number): void {
+    this.put(key, expiry, false);
+  }
+
+  delete(key: bigint): boolean {
+    scratch[0] = key;
+    const hi = halves[HIGH];
+    const lo = halves[LOW];
+    const h = hashOf(hi, lo);
+    const shard = this.dir[h & ((1 << this.depth) - 1)];
+    const slot = shard.find(hi, lo, h);
+    if (slot < 0) return false;
+    this.count(shard.expiry[slot], -1);
+    shard.remove(slot);
+    return true;
+  }
+
+  /** Drops recorded keys whose expiry is at or before `now`; returns the earliest expiry left (Infinity: none). */
+  dropExpired(now: number): number {
+    let earliest = Infinity;
+    for (const shard of new Set(this.dir)) {
+      for (let i = 0; i < shard.slots; i++) {
+        if (shard.state[i] !== LIVE) continue;
+        const expiry = shard.expiry[i];
+        if (expiry === CONFIRMED) continue;
+        if (expiry <= now) {
+          shard.remove(i);
+          this.tracked--;
+        } else if (expiry < earliest) earliest = expiry;
+      }
+    }
+    return earliest;
+  }
+
+  /** The confirmed keys (`true`) or the recorded ones (`false`), as bigints, in no particular order. */
+  *keys(confirmed: boolean): IterableIterator<bigint> {
+    for (const shard of new Set(this.dir)) {
+      for (let i = 0; i < shard.slots; i++) {
+        if (shard.state[i] === LIVE && (shard.expiry[i] === CONFIRMED) === confirmed) yield (BigInt(shard.hi[i]) << 32n) | BigInt(shard.lo[i]);
+      }
+    }
+  }
+
+  clear(): void {
+    this.dir = [this.newShard(Math.min(FIRST_SLOTS, this.shardSlots), 0)];
+    this.depth = 0;
+    this.confirmed = 0;
+    this.tracked = 0;
+  }
+
+  private put(key: bigint, expiry: number, confirm: boolean): void {
+    scratch[0] = key;
+    const hi = halves[HIGH];
+    const lo = halves[LOW];
+    const h = hashOf(hi, lo);
+    let shard = this.dir[h & ((1 << this.depth) - 1)];
+    const slot = shard.find(hi, lo, h);
+    if (slot >= 0) {
+      const was = shard.expiry[slot];
+      if (was === CONFIRMED) return;
+      if (confirm) {
+        this.tracked--;
+        this.confirmed++;
+      }
+      shard.expiry[slot] = expiry;
+      return;
+    }
+    while (shard.used + 1 > shard.slots / 2) shard = this.makeRoom(shard, h);
+    shard.insert(hi, lo, h, expiry);
+    this.count(expiry, 1);
+  }
+
+  private count(expiry: number, by: number): void {
+    if (expiry === CONFIRMED) this.confirmed += by;
+    else this.tracked += by;
+  }
+
+  /**
+   * A shard at half its slots: rebuilt when deleted markers fill it, else grown while under
+   * SHARD_SLOTS, else split in two (grown at MAX_DEPTH); the shard for hash `h` after.
+   */
+  private makeRoom(full: Shard, h: number): Shard {
+    if (full.live < full.splitAt) {
+      this.replace(full, [this.rebuilt(full, full.slots, full.depth, () => true)]);
+    } else if (full.slots < this.shardSlots) {
+      this.replace(full, [this.rebuilt(full, full.slots * 2, full.depth, () => true)]);
+    } else if (full.depth < this.maxDepth) {
+      if (full.depth === this.depth) {
+        this.dir = this.dir.concat(this.dir);
+        this.depth++;
+      }
+      const bit = 1 << full.depth;
+      const low = this.rebuilt(full, this.shardSlots, full.depth + 1, (kh) => (kh & bit) === 0);
+      const high = this.rebuilt(full, this.shardSlots, full.depth + 1, (kh) => (kh & bit) !== 0);
+      for (let i = 0; i < this.dir.length; i++) if (this.dir[i] === full) this.dir[i] = i & bit ? high : low;
+    } else {
+      this.replace(full, [this.rebuilt(full, full.slots * 2, full.depth, () => true)]);
+    }
+    return this.dir[h & ((1 << this.depth) - 1)];
+  }
+
+  private replace(old: Shard, [next]: Shard[]): void {
+    for (let i = 0; i < this.dir.length; i++) if (this.dir[i] === old) this.dir[i] = next;
+  }
+
+  /** A new shard of `slots` holding the live keys of `from` whose hash `keep` accepts. */
+  private rebuilt(from: Shard, slots: number, depth: number, keep: (h: number) => boolean): Shard {
+    const out = this.newShard(slots, depth);
+    for (let i = 0; i < from.slots; i++) {
+      if (from.state[i] !== LIVE) continue;
+      const h = hashOf(from.hi[i], from.lo[i]);
+      if (keep(h)) out.insert(from.hi[i], from.lo[i], h, from.expiry[i]);
+    }
+    return out;
+  }
+
+  private newShard(slots: number, depth: number): Shard {
+    // Between three eighths and half of the slots, at random (see Shard.splitAt).
+    return new Shard(slots, depth, Math.floor((slots / 2) * (0.75 + Math.random() / 4)));
+  }
+}
+
+const MAX_U64 = (1n << 64n) - 1n;
+
+/** A key U64BlockStore holds: a bigint from 0 to 2^64 - 1. */
+export const isU64 = (key: bigint | string): key is bigint => typeof key === 'bigint' && key >= 0n && key <= MAX_U64;

@@ -1,0 +1,117 @@
+import { describe, expect, it } from '@jest/globals';
+import { KvBlockTable } from '../../src/kv-cache';
+import { U64BlockStore } from '../../src/kv-cache/u64-block-store';
+
+/** A small deterministic generator (xorshift32), so a failure replays. */
+function rng(seed: number): () => number {
+  let x = seed | 0 || 1;
+  return () => {
+    x ^= x << 13;
+    x ^= x >>> 17;
+    x ^= x << 5;
+    return (x >>> 0) / 2 ** 32;
+  };
+}
+
+/** Keys crowding the edges: zero halves, all-ones halves, and the same low or high half. */
+function keyPool(random: () => number, n: number): bigint[] {
+  const edges = [0n, 1n, 0xffffffffn, 1n << 32n, (1n << 64n) - 1n, 0xffffffff00000000n];
+  const out = [...edges];
+  while (out.length < n) {
+    const hi = BigInt(Math.floor(random() * 2 ** 32));
+    const lo = BigInt(random() < 0.2 ? 7 : Math.floor(random() * 2 ** 32));
+    out.push((hi << 32n) | lo);
+  }
+  return out;
+}
+
+describe('U64BlockStore', () => {
+  it.each([
+    { what: 'one shard', slots: 1 << 16, maxDepth: 12, keys: 3000 },
+    { what: 'shards split from 16 slots', slots: 16, maxDepth: 12, keys: 3000 },
+    { what: 'shards that grow once splits stop', slots: 16, maxDepth: 2, keys: 3000 },
+  ])('answers as a Map of key -> expiry over random confirms, records, deletes and sweeps ($what)', ({ slots, maxDepth, keys }) => {
+    const random = rng(slots * 31 + maxDepth);
+    const pool = keyPool(random, keys);
+    const store = new U64BlockStore(slots, maxDepth);
+    // The model: key -> expiry, Infinity for a confirmed key.
+    const model = new Map<bigint, number>();
+    let now = 0;
+    for (let step = 0; step < 40_000; step++) {
+      const key = pool[Math.floor(random() * pool.length)];
+      const op = random();
+      if (op < 0.3) {
+        store.confirm(key);
+        model.set(key, Infinity);
+      } else if (op < 0.6) {
+        const expiry = now + 1 + Math.floor(random() * 50);
+        store.track(key, expiry);
+        if (model.get(key) !== Infinity) model.set(key, expiry);
+      } else if (op < 0.75) {
+        expect(store.delete(key)).toBe(model.delete(key));
+      } else if (op < 0.76) {
+        now += 10;
+        let earliest = Infinity;
+        for (const [k, expiry] of model) {
+          if (expiry === Infinity) continue;
+          if (expiry <= now) model.delete(k);
+          else earliest = Math.min(earliest, expiry);
+        }
+        expect(store.dropExpired(now)).toBe(earliest);
+      } else {
+        expect(store.has(key, now)).toBe((model.get(key) ?? -Infinity) > now);
+      }
+    }
+    const confirmed = [...model].filter(([, e]) => e === Infinity).map(([k]) => k);
+    const tracked = [...model].filter(([, e]) => e !== Infinity).map(([k]) => k);
+    expect(store.confirmed).toBe(confirmed.length);
+    expect(store.tracked).toBe(tracked.length);
+    const sorted = (keys: Iterable<bigint>): bigint[] => [...keys].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+    expect(sorted(store.keys(true))).toEqual(sorted(confirmed));
+    expect(sorted(store.keys(false))).toEqual(sorted(tracked));
+    if (slots === 16) expect(store.shardCount).toBeGreaterThan(1);
+  });
+
+  it('clears to an empty table that fills again', () => {
+    const store = new U64BlockStore(16);
+    for (let i = 0n; i < 100n; i++) store.confirm(i * 0x100000003n);
+    store.clear();
+    expect(store.confirmed + store.tracked).toBe(0);
+    expect(store.has(5n * 0x100000003n, 0)).toBe(false);
+    store.track(5n * 0x100000003n, 10);
+    expect(store.has(5n * 0x100000003n, 0)).toBe(true);
+    expect(store.shardCount).toBe(1);
+  });
+});
+
+describe('KvBlockTable with 64-bit keys', () => {
+  it('records a chain and finds its keys as they were given', () => {
+    const chain = Array.from({ length: 300 }, (_, i) => (BigInt(i) << 40n) | 0xfedcba98n);
+    const table = new KvBlockTable();
+    table.track(chain.slice(0, 200), 1000, 0);
+    table.add(chain[200]);
+    expect(table.matchPrefix(chain, 1)).toBe(201);
+    // Recorded blocks expire, the confirmed one stays; the prefix then stops at the first block.
+    expect(table.matchPrefix(chain, 1000)).toBe(0);
+    expect(table.has(chain[200], 1000)).toBe(true);
+    expect(table.trackedSize).toBe(200);
+    expect(new Set(table.trackedKeys())).toEqual(new Set(chain.slice(0, 200)));
+    expect([...table.keys()]).toEqual([chain[200]]);
+  });
+
+  it('keeps keys outside 64 bits and hex keys apart from the 64-bit ones', () => {
+    const table = new KvBlockTable();
+    const max = (1n << 64n) - 1n;
+    table.add(max);
+    table.add(-1n);
+    table.add(1n << 64n);
+    table.add('ff');
+    expect(table.size).toBe(4);
+    expect(table.has(0n, 0)).toBe(false);
+    expect(table.has(255n, 0)).toBe(false);
+    table.delete(-1n);
+    expect(table.has(max, 0)).toBe(true);
+    expect(table.has(-1n, 0)).toBe(false);
+    expect(new Set(table.keys())).toEqual(new Set([max, 1n << 64n, 'ff']));
+  });
+});
