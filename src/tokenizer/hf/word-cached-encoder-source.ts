@@ -58,7 +58,7 @@ const OTHER = 4;
 const LETTER_RE = /^\\p{L}$/u;
 const NUMBER_RE = /^\\p{N}$/u;
 const SPACE_RE = /^\\p{White_Space}$/u;
-// The class of every BMP code point, learned from those regexes on first sight (0: not yet).
+// The class of every BMP code point, from those regexes (filled by fillBmpClasses, once).
 const bmpClasses = new Uint8Array(0x10000);
 const astralClasses = new Map();
 function classifyCodePoint(cp) {
@@ -66,11 +66,14 @@ function classifyCodePoint(cp) {
   const ch = String.fromCodePoint(cp);
   return LETTER_RE.test(ch) ? LETTER : NUMBER_RE.test(ch) ? NUMBER : SPACE_RE.test(ch) ? SPACE : OTHER;
 }
+// All of the BMP at once (tens of milliseconds, when the first encoder is made): the scanner's
+// look-up is then one load, with no test for a class not learned yet.
+function fillBmpClasses() {
+  if (bmpClasses[0] !== 0) return;
+  for (let cp = 0xffff; cp >= 0; cp--) bmpClasses[cp] = classifyCodePoint(cp);
+}
 function classOf(cp) {
-  if (cp < 0x10000) {
-    const known = bmpClasses[cp];
-    return known !== 0 ? known : (bmpClasses[cp] = classifyCodePoint(cp));
-  }
+  if (cp < 0x10000) return bmpClasses[cp];
   let known = astralClasses.get(cp);
   if (known === undefined) {
     if (astralClasses.size >= 4096) astralClasses.clear();
@@ -91,6 +94,13 @@ const isNewline = (c) => c === 10 || c === 13;
 function classRunEnd(text, i, k) {
   const n = text.length;
   while (i < n) {
+    const c = text.charCodeAt(i);
+    // Not a surrogate: the character is the code point (nearly every one, in any script).
+    if (c < 0xd800 || c > 0xdfff) {
+      if (bmpClasses[c] !== k) break;
+      i++;
+      continue;
+    }
     const cp = codePointAt(text, i);
     if (classOf(cp) !== k) break;
     i += widthOf(cp);
@@ -113,6 +123,7 @@ function contractionEnd(text, i) {
 // order, each greedy), passed to emit as where each starts and ends: the word table reads each
 // word in place, where the regex made a string of every word (a chat turn's thousand words).
 function splitGpt4(text, maxDigits, emit) {
+  fillBmpClasses();
   const n = text.length;
   let i = 0;
   while (i < n) {
@@ -277,6 +288,8 @@ function wordCachedEncoder(tokenizer, json) {
     if (prev < text.length) splitInto(text.slice(prev), level + 1, out);
   };
   const gpt4Digits = patterns.length === 1 ? gpt4SplitDigits(patterns[0]) : 0;
+  // When the encoder is made, not on its first text.
+  if (gpt4Digits > 0) fillBmpClasses();
   // The library's DictionarySplitter.split (the longest added token at the leftmost place it
   // starts), but jumping with a regex to the characters an added token can start with instead of
   // walking the trie from every character: that walk made a one-character string per character
