@@ -13,6 +13,9 @@ import { isU64, U64BlockStore } from './u64-block-store';
 
 export type BlockKey = bigint | string;
 
+/** Slots of the 64-bit store a sweep scans per call (a shard of 2^16 slots: well under a millisecond). */
+const SWEEP_SLOTS_PER_CALL = 2 ** 16;
+
 export class KvBlockTable {
   /** 64-bit keys, confirmed and recorded alike, in typed arrays (U64BlockStore). */
   private readonly wide = new U64BlockStore();
@@ -24,6 +27,8 @@ export class KvBlockTable {
   private earliestExpiry = Infinity;
   private lastSweep = -Infinity;
   private sweepGapMs = 0;
+  /** While the 64-bit store's sweep is under way: the earliest expiry of the other keys, and of records made since it began. */
+  private sweeping: { others: number; since: number } | undefined;
   /** Total blocks the worker reported at `created`, when known. */
   capacity?: number;
   eventsApplied = 0;
@@ -65,6 +70,7 @@ export class KvBlockTable {
     this.blocks.clear();
     this.tracked.clear();
     this.earliestExpiry = Infinity;
+    this.sweeping = undefined;
   }
 
   /** Records blocks of a prompt just served by the worker, valid for `ttlMs` unless confirmed. */
@@ -77,22 +83,31 @@ export class KvBlockTable {
       else if (!this.blocks.has(h)) this.tracked.set(h, expiry);
     }
     if (expiry < this.earliestExpiry) this.earliestExpiry = expiry;
+    if (this.sweeping && expiry < this.sweeping.since) this.sweeping.since = expiry;
     this.sweepGapMs = ttlMs / 4;
   }
 
   /**
-   * Drops recorded blocks whose time is up (has() already ignores them): one scan once the
-   * earliest is due, at most every quarter of the ttl, so its cost stays a few steps per block.
+   * Drops recorded blocks whose time is up (has() already ignores them): a sweep starts once the
+   * earliest is due, at most every quarter of the ttl; the 64-bit store is scanned
+   * SWEEP_SLOTS_PER_CALL slots per call (one per record), so its cost stays a few steps per
+   * block and never one stall over a table of a million blocks.
    */
   sweep(now = performance.now()): void {
-    if (now < this.earliestExpiry || now < this.lastSweep + this.sweepGapMs) return;
-    this.lastSweep = now;
-    let earliest = this.wide.dropExpired(now);
-    for (const [h, expiry] of this.tracked) {
-      if (expiry <= now) this.tracked.delete(h);
-      else if (expiry < earliest) earliest = expiry;
+    if (!this.sweeping) {
+      if (now < this.earliestExpiry || now < this.lastSweep + this.sweepGapMs) return;
+      this.lastSweep = now;
+      let others = Infinity;
+      for (const [h, expiry] of this.tracked) {
+        if (expiry <= now) this.tracked.delete(h);
+        else if (expiry < others) others = expiry;
+      }
+      this.sweeping = { others, since: Infinity };
     }
-    this.earliestExpiry = earliest;
+    const wide = this.wide.dropExpired(now, SWEEP_SLOTS_PER_CALL);
+    if (wide === undefined) return;
+    this.earliestExpiry = Math.min(wide, this.sweeping.others, this.sweeping.since);
+    this.sweeping = undefined;
   }
 
   /** The confirmed hashes, in no particular order (admin state, tests). */

@@ -32,6 +32,18 @@ function hashOf(hi: number, lo: number): number {
   return h ^ (h >>> 13);
 }
 
+/** The key splitKey was given last: its halves and hash (module state, so a look-up allocates nothing). */
+let keyHi = 0;
+let keyLo = 0;
+let keyHash = 0;
+
+function splitKey(key: bigint): void {
+  scratch[0] = key;
+  keyHi = halves[HIGH];
+  keyLo = halves[LOW];
+  keyHash = hashOf(keyHi, keyLo);
+}
+
 /** One open-addressing table (linear probing): the keys' halves, a state and an expiry per slot. */
 class Shard {
   hi: Uint32Array;
@@ -41,6 +53,8 @@ class Shard {
   /** Live keys, and slots taken by a key or a deleted one (probes stop only at an empty slot). */
   live = 0;
   used = 0;
+  /** Replaced by a rebuilt or split shard: its keys live on there. */
+  retired = false;
   private shift: number;
 
   constructor(
@@ -103,6 +117,8 @@ class Shard {
 export class U64BlockStore {
   private dir: Shard[];
   private depth = 0;
+  /** The dropExpired pass under way. */
+  private pass: { shards: Shard[]; shard: number; slot: number; earliest: number; moved: boolean } | undefined;
   confirmed = 0;
   tracked = 0;
 
@@ -119,12 +135,9 @@ export class U64BlockStore {
 
   /** Whether the key is confirmed, or recorded with an expiry after `now`. */
   has(key: bigint, now: number): boolean {
-    scratch[0] = key;
-    const hi = halves[HIGH];
-    const lo = halves[LOW];
-    const h = hashOf(hi, lo);
-    const shard = this.dir[h & ((1 << this.depth) - 1)];
-    const slot = shard.find(hi, lo, h);
+    splitKey(key);
+    const shard = this.shardOf(keyHash);
+    const slot = shard.find(keyHi, keyLo, keyHash);
     return slot >= 0 && shard.expiry[slot] > now;
   }
 
@@ -139,33 +152,50 @@ export class U64BlockStore {
   }
 
   delete(key: bigint): boolean {
-    scratch[0] = key;
-    const hi = halves[HIGH];
-    const lo = halves[LOW];
-    const h = hashOf(hi, lo);
-    const shard = this.dir[h & ((1 << this.depth) - 1)];
-    const slot = shard.find(hi, lo, h);
+    splitKey(key);
+    const shard = this.shardOf(keyHash);
+    const slot = shard.find(keyHi, keyLo, keyHash);
     if (slot < 0) return false;
     this.count(shard.expiry[slot], -1);
     shard.remove(slot);
     return true;
   }
 
-  /** Drops recorded keys whose expiry is at or before `now`; returns the earliest expiry left (Infinity: none). */
-  dropExpired(now: number): number {
-    let earliest = Infinity;
-    for (const shard of new Set(this.dir)) {
-      for (let i = 0; i < shard.slots; i++) {
+  /**
+   * Drops recorded keys whose expiry is at or before `now`, scanning at most `budget` slots
+   * from where the previous call stopped, so that a table of a million confirmed blocks is
+   * swept over many calls rather than in one stall. Returns the earliest expiry left once a
+   * pass over every shard is done (Infinity: none), undefined while one is under way. A pass
+   * that saw shards rebuilt under it returns `now`: the keys they moved were not all seen.
+   */
+  dropExpired(now: number, budget = Infinity): number | undefined {
+    const pass = (this.pass ??= { shards: [...new Set(this.dir)], shard: 0, slot: 0, earliest: Infinity, moved: false });
+    while (pass.shard < pass.shards.length) {
+      const shard = pass.shards[pass.shard];
+      if (shard.retired) {
+        pass.moved = true;
+        pass.shard++;
+        pass.slot = 0;
+        continue;
+      }
+      const end = Math.min(shard.slots, pass.slot + budget);
+      budget -= end - pass.slot;
+      for (let i = pass.slot; i < end; i++) {
         if (shard.state[i] !== LIVE) continue;
         const expiry = shard.expiry[i];
         if (expiry === CONFIRMED) continue;
         if (expiry <= now) {
           shard.remove(i);
           this.tracked--;
-        } else if (expiry < earliest) earliest = expiry;
+        } else if (expiry < pass.earliest) pass.earliest = expiry;
       }
+      pass.slot = end;
+      if (end < shard.slots) return undefined;
+      pass.shard++;
+      pass.slot = 0;
     }
-    return earliest;
+    this.pass = undefined;
+    return pass.moved ? now : pass.earliest;
   }
 
   /** The confirmed keys (`true`) or the recorded ones (`false`), as bigints, in no particular order. */
@@ -178,6 +208,7 @@ export class U64BlockStore {
   }
 
   clear(): void {
+    this.pass = undefined;
     this.dir = [this.newShard(Math.min(FIRST_SLOTS, this.shardSlots), 0)];
     this.depth = 0;
     this.confirmed = 0;
@@ -185,11 +216,11 @@ export class U64BlockStore {
   }
 
   private put(key: bigint, expiry: number, confirm: boolean): void {
-    scratch[0] = key;
-    const hi = halves[HIGH];
-    const lo = halves[LOW];
-    const h = hashOf(hi, lo);
-    let shard = this.dir[h & ((1 << this.depth) - 1)];
+    splitKey(key);
+    const hi = keyHi;
+    const lo = keyLo;
+    const h = keyHash;
+    let shard = this.shardOf(h);
     const slot = shard.find(hi, lo, h);
     if (slot >= 0) {
       const was = shard.expiry[slot];
@@ -201,9 +232,14 @@ export class U64BlockStore {
       shard.expiry[slot] = expiry;
       return;
     }
+    // makeRoom hashes other keys: this one's halves are kept above.
     while (shard.used + 1 > shard.slots / 2) shard = this.makeRoom(shard, h);
     shard.insert(hi, lo, h, expiry);
     this.count(expiry, 1);
+  }
+
+  private shardOf(h: number): Shard {
+    return this.dir[h & ((1 << this.depth) - 1)];
   }
 
   private count(expiry: number, by: number): void {
@@ -217,9 +253,9 @@ export class U64BlockStore {
    */
   private makeRoom(full: Shard, h: number): Shard {
     if (full.live < full.splitAt) {
-      this.replace(full, [this.rebuilt(full, full.slots, full.depth, () => true)]);
+      this.replace(full, this.rebuilt(full, full.slots, full.depth, () => true));
     } else if (full.slots < this.shardSlots) {
-      this.replace(full, [this.rebuilt(full, full.slots * 2, full.depth, () => true)]);
+      this.replace(full, this.rebuilt(full, full.slots * 2, full.depth, () => true));
     } else if (full.depth < this.maxDepth) {
       if (full.depth === this.depth) {
         this.dir = this.dir.concat(this.dir);
@@ -229,14 +265,16 @@ export class U64BlockStore {
       const low = this.rebuilt(full, this.shardSlots, full.depth + 1, (kh) => (kh & bit) === 0);
       const high = this.rebuilt(full, this.shardSlots, full.depth + 1, (kh) => (kh & bit) !== 0);
       for (let i = 0; i < this.dir.length; i++) if (this.dir[i] === full) this.dir[i] = i & bit ? high : low;
+      full.retired = true;
     } else {
-      this.replace(full, [this.rebuilt(full, full.slots * 2, full.depth, () => true)]);
+      this.replace(full, this.rebuilt(full, full.slots * 2, full.depth, () => true));
     }
-    return this.dir[h & ((1 << this.depth) - 1)];
+    return this.shardOf(h);
   }
 
-  private replace(old: Shard, [next]: Shard[]): void {
+  private replace(old: Shard, next: Shard): void {
     for (let i = 0; i < this.dir.length; i++) if (this.dir[i] === old) this.dir[i] = next;
+    old.retired = true;
   }
 
   /** A new shard of `slots` holding the live keys of `from` whose hash `keep` accepts. */

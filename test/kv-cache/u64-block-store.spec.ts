@@ -72,6 +72,41 @@ describe('U64BlockStore', () => {
     if (slots === 16) expect(store.shardCount).toBeGreaterThan(1);
   });
 
+  it('sweeps in bounded steps: nothing reported until a pass is done, then what one full sweep reports', () => {
+    const stepped = new U64BlockStore(64);
+    const whole = new U64BlockStore(64);
+    for (let i = 0n; i < 3000n; i++) {
+      const key = i * 0x9e3779b97f4a7c15n & ((1n << 64n) - 1n);
+      for (const store of [stepped, whole]) {
+        if (i % 3n === 0n) store.confirm(key);
+        else store.track(key, Number(i % 100n));
+      }
+    }
+    const expected = whole.dropExpired(50);
+    let calls = 0;
+    let got: number | undefined;
+    while ((got = stepped.dropExpired(50, 40)) === undefined) calls++;
+    expect(calls).toBeGreaterThan(10);
+    expect(got).toBe(expected);
+    expect(stepped.tracked).toBe(whole.tracked);
+    expect(stepped.confirmed).toBe(1000);
+  });
+
+  it('finishes a pass that shards were rebuilt under, keys intact, asking for another at once', () => {
+    const store = new U64BlockStore(16);
+    for (let i = 1n; i <= 40n; i++) store.track(i << 33n, 10);
+    expect(store.dropExpired(0, 8)).toBeUndefined();
+    // Splits and rebuilds while the pass is under way.
+    for (let i = 41n; i <= 400n; i++) store.track(i << 33n, 10);
+    let got: number | undefined;
+    while ((got = store.dropExpired(0, 8)) === undefined);
+    expect(got).toBe(0);
+    expect(store.tracked).toBe(400);
+    for (let i = 1n; i <= 400n; i++) expect(store.has(i << 33n, 5)).toBe(true);
+    expect(store.dropExpired(20)).toBe(Infinity);
+    expect(store.tracked).toBe(0);
+  });
+
   it('clears to an empty table that fills again', () => {
     const store = new U64BlockStore(16);
     for (let i = 0n; i < 100n; i++) store.confirm(i * 0x100000003n);
@@ -97,6 +132,19 @@ describe('KvBlockTable with 64-bit keys', () => {
     expect(table.trackedSize).toBe(200);
     expect(new Set(table.trackedKeys())).toEqual(new Set(chain.slice(0, 200)));
     expect([...table.keys()]).toEqual([chain[200]]);
+  });
+
+  it('sweeps expired records of a large table over later records, a shard per call', () => {
+    const table = new KvBlockTable();
+    const old = Array.from({ length: 200_000 }, (_, i) => BigInt(i) * 0x100000001n + 7n);
+    table.track(old, 1000, 0);
+    expect(table.trackedSize).toBe(200_000);
+    // Due after the ttl: each record then scans at most one shard's slots.
+    let calls = 0;
+    while (table.trackedSize > calls && calls < 1000) table.track([BigInt(++calls) << 40n], 1000, 2000);
+    expect(calls).toBeGreaterThan(1);
+    expect(table.trackedSize).toBe(calls);
+    expect(table.matchPrefix(old, 2000)).toBe(0);
   });
 
   it('keeps keys outside 64 bits and hex keys apart from the 64-bit ones', () => {
