@@ -107,6 +107,45 @@ describe('U64BlockStore', () => {
     expect(store.tracked).toBe(0);
   });
 
+  it('stays a Map of key -> expiry with stepped sweeps interleaved with every other operation', () => {
+    const random = rng(97);
+    const pool = keyPool(random, 2000);
+    const store = new U64BlockStore(16);
+    const model = new Map<bigint, number>();
+    let now = 0;
+    for (let step = 0; step < 30_000; step++) {
+      const key = pool[Math.floor(random() * pool.length)];
+      const op = random();
+      if (op < 0.3) {
+        store.confirm(key);
+        model.set(key, Infinity);
+      } else if (op < 0.6) {
+        const expiry = now + 1 + Math.floor(random() * 50);
+        store.track(key, expiry);
+        if (model.get(key) !== Infinity) model.set(key, expiry);
+      } else if (op < 0.7) {
+        // An expired record may be gone already (swept) or not yet: only a live one's answer is fixed.
+        const live = (model.get(key) ?? -Infinity) > now;
+        const had = model.delete(key);
+        const got = store.delete(key);
+        if (live || !had) expect(got).toBe(had);
+      } else if (op < 0.75) {
+        now += 1;
+        // A few slots at a time: passes span inserts, deletes, splits and rebuilds.
+        store.dropExpired(now, 5);
+      } else {
+        expect(store.has(key, now)).toBe((model.get(key) ?? -Infinity) > now);
+      }
+    }
+    // Whatever pass is under way ends; a whole one then leaves exactly the model's live keys.
+    while (store.dropExpired(now, 1000) === undefined);
+    store.dropExpired(now);
+    for (const [k, expiry] of model) if (expiry <= now) model.delete(k);
+    expect(store.tracked).toBe([...model.values()].filter((e) => e !== Infinity).length);
+    expect(store.confirmed).toBe([...model.values()].filter((e) => e === Infinity).length);
+    for (const key of pool) expect(store.has(key, now)).toBe(model.has(key));
+  });
+
   it('clears to an empty table that fills again', () => {
     const store = new U64BlockStore(16);
     for (let i = 0n; i < 100n; i++) store.confirm(i * 0x100000003n);
