@@ -25,6 +25,21 @@ function keyPool(random: () => number, n: number): bigint[] {
   return out;
 }
 
+/** The model of a store: key -> expiry, Infinity for a confirmed key. */
+type Model = Map<bigint, number>;
+
+/** Confirms (op below 0.3) or records (below 0.6) the key in both; false for any other op, left to the caller. */
+function putBoth(store: U64BlockStore, model: Model, key: bigint, op: number, expiry: number): boolean {
+  if (op < 0.3) {
+    store.confirm(key);
+    model.set(key, Infinity);
+  } else if (op < 0.6) {
+    store.track(key, expiry);
+    if (model.get(key) !== Infinity) model.set(key, expiry);
+  }
+  return op < 0.6;
+}
+
 describe('U64BlockStore', () => {
   it.each([
     { what: 'one shard', slots: 1 << 16, maxDepth: 12, keys: 3000 },
@@ -34,20 +49,13 @@ describe('U64BlockStore', () => {
     const random = rng(slots * 31 + maxDepth);
     const pool = keyPool(random, keys);
     const store = new U64BlockStore(slots, maxDepth);
-    // The model: key -> expiry, Infinity for a confirmed key.
-    const model = new Map<bigint, number>();
+    const model: Model = new Map();
     let now = 0;
     for (let step = 0; step < 40_000; step++) {
       const key = pool[Math.floor(random() * pool.length)];
       const op = random();
-      if (op < 0.3) {
-        store.confirm(key);
-        model.set(key, Infinity);
-      } else if (op < 0.6) {
-        const expiry = now + 1 + Math.floor(random() * 50);
-        store.track(key, expiry);
-        if (model.get(key) !== Infinity) model.set(key, expiry);
-      } else if (op < 0.75) {
+      if (putBoth(store, model, key, op, now + 1 + Math.floor(random() * 50))) continue;
+      if (op < 0.75) {
         expect(store.delete(key)).toBe(model.delete(key));
       } else if (op < 0.76) {
         now += 10;
@@ -111,19 +119,13 @@ describe('U64BlockStore', () => {
     const random = rng(97);
     const pool = keyPool(random, 2000);
     const store = new U64BlockStore(16);
-    const model = new Map<bigint, number>();
+    const model: Model = new Map();
     let now = 0;
     for (let step = 0; step < 30_000; step++) {
       const key = pool[Math.floor(random() * pool.length)];
       const op = random();
-      if (op < 0.3) {
-        store.confirm(key);
-        model.set(key, Infinity);
-      } else if (op < 0.6) {
-        const expiry = now + 1 + Math.floor(random() * 50);
-        store.track(key, expiry);
-        if (model.get(key) !== Infinity) model.set(key, expiry);
-      } else if (op < 0.7) {
+      if (putBoth(store, model, key, op, now + 1 + Math.floor(random() * 50))) continue;
+      if (op < 0.7) {
         // An expired record may be gone already (swept) or not yet: only a live one's answer is fixed.
         const live = (model.get(key) ?? -Infinity) > now;
         const had = model.delete(key);
