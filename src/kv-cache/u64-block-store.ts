@@ -232,7 +232,6 @@ export class U64BlockStore {
       shard.expiry[slot] = expiry;
       return;
     }
-    // makeRoom hashes other keys: this one's halves are kept above.
     while (shard.used + 1 > shard.slots / 2) shard = this.makeRoom(shard, h);
     shard.insert(hi, lo, h, expiry);
     this.count(expiry, 1);

@@ -1,17 +1,7 @@
 import { describe, expect, it } from '@jest/globals';
 import { KvBlockTable } from '../../src/kv-cache';
 import { U64BlockStore } from '../../src/kv-cache/u64-block-store';
-
-/** A small deterministic generator (xorshift32), so a failure replays. */
-function rng(seed: number): () => number {
-  let x = seed | 0 || 1;
-  return () => {
-    x ^= x << 13;
-    x ^= x >>> 17;
-    x ^= x << 5;
-    return (x >>> 0) / 2 ** 32;
-  };
-}
+import { mulberry32 as rng } from '../../src/simulator/seeded-random';
 
 /** Keys crowding the edges: zero halves, all-ones halves, and the same low or high half. */
 function keyPool(random: () => number, n: number): bigint[] {

@@ -30,7 +30,6 @@ const SAFE_SPLIT_REGEXES: ReadonlySet<string> = new Set([
 
 type Json = Record<string, unknown> | null | undefined;
 
-
 function safeNormalizer(n: Json): boolean {
   if (n == null) return true;
   if (n.type === 'NFC') return true;
