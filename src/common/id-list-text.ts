@@ -1,4 +1,5 @@
 import { CLOSE_BRACKET, COMMA, OPEN_BRACKET, ZERO } from './json-chars';
+import { ObjectSlot } from './object-slot';
 
 /**
  * Token-id lists kept as the text they arrived as, so a body that passes them on is written by
@@ -59,7 +60,8 @@ interface RememberedIds {
   last: number;
 }
 
-const texts = new WeakMap<readonly number[], RememberedIds>();
+/** On the list itself, not in a WeakMap: see ObjectSlot. */
+const texts = new ObjectSlot<RememberedIds>('remembered id-list JSON');
 
 /** A non-empty JSON list of non-negative integers, nothing else. */
 const ID_LIST = /\s*(\[\s*(?:\d+\s*,\s*)*\d+\s*\])/y;
@@ -83,7 +85,7 @@ export function rememberIdListJson(ids: readonly number[], json: IdListJson): vo
 /** The JSON of `value` when it is a list remembered by rememberIdListJson and unchanged since. */
 export function idListJsonOf(value: unknown): IdListJson | undefined {
   if (!Array.isArray(value)) return undefined;
-  const known = texts.get(value as number[]);
+  const known = texts.get(value);
   if (!known || value.length !== known.length || value[0] !== known.first || value[value.length - 1] !== known.last) return undefined;
   return known.json;
 }

@@ -1,6 +1,7 @@
 import { HttpApiError } from '../common';
 import { IdListJson, idListJsonOf, idListTextOf, PROMPT_ID_MEMBERS } from '../common/id-list-text';
 import { CLOSE_BRACE } from '../common/json-chars';
+import { ObjectSlot } from '../common/object-slot';
 import { SLICED_BODY_CHARS, TextParts } from '../http-session';
 
 /**
@@ -113,13 +114,13 @@ const REMEMBERED_MEMBER_CHARS = 1024;
  * The generation body forgets them (forgetMemberTexts): held for the whole request, the texts
  * outlived the young generation and doubled what an in-flight chat keeps in the old one.
  */
-const memberTexts = new WeakMap<object, string>();
+const memberTexts = new ObjectSlot<string>('remembered member JSON');
 
 /** Drops the remembered text of the body's members (a retried generation body writes them again). */
 export function forgetMemberTexts(body: Record<string, unknown>): void {
   for (const key of Object.keys(body)) {
     const member = body[key];
-    if (typeof member === 'object' && member !== null) memberTexts.delete(member);
+    if (typeof member === 'object' && member !== null) memberTexts.clear(member);
   }
 }
 

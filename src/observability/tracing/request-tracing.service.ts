@@ -9,7 +9,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest, HookHandlerDoneFunc
 import { APP_CONFIG, type AppConfig } from '../../config';
 import type { RequestKind } from '../../routing';
 import { InFlightRequests } from '../context/in-flight-requests';
-import type { RequestContext } from '../context/request-context';
+import { ObjectSlot } from '../../common/object-slot';
 import { RequestTrace } from './request-trace';
 import { tracingOptions } from './tracing-options';
 
@@ -25,7 +25,7 @@ export class RequestTracing implements OnModuleInit, OnApplicationShutdown {
   private readonly tracer?: Tracer;
   private readonly propagator = new W3CTraceContextPropagator();
   /** The client's trace context, read by a hook that exists only while tracing is on. */
-  private readonly parents = new WeakMap<RequestContext, Context>();
+  private readonly parents = new ObjectSlot<Context>('trace parent');
 
   constructor(
     @Inject(APP_CONFIG) config: AppConfig,

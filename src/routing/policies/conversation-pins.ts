@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { LazyRecency } from '../../common/lazy-recency';
+import { ObjectSlot } from '../../common/object-slot';
 import { OldestFirst } from '../../common/oldest-first';
 
 /** Conversations whose server is remembered, least recently routed dropped first (TensorRT-LLM's bound). */
@@ -12,7 +13,7 @@ const KEY_MESSAGES = 2;
 const KEY_CONTENT_CHARS = 1 << 20;
 
 /** The key of a body already keyed (by the other pool's router on the same request), with the ids it folded in. */
-const keyed = new WeakMap<object, { ids: readonly number[] | undefined; key: string }>();
+const keyed = new ObjectSlot<{ ids: readonly number[] | undefined; key: string }>('conversation key');
 
 /**
  * The conversation a chat belongs to, without an id from the client (docs/protocol.md
