@@ -10,11 +10,12 @@ import { CHAT_WORKLOAD } from './lib/chat-workload';
 import { markdownTable, median, type PointResult, type RowResult } from './lib/report';
 import { summarizeAllocations } from './lib/allocprofile';
 import { summarizeProfile } from './lib/cpuprofile';
+import type { ProfileMode } from './lib/proc-child';
 import { TRANSPORTS } from './lib/transports';
 
 /**
  * `npm run bench [-- --only=main,latency,platform,transport,ablation,kv-ablation,tracing,perf,encoding,messages --seconds=4 --rounds=2
- * --connections=32 --rate=1000 --warmup=8 --driver=autocannon --profile[=boot|alloc] --profile-targets=router-rr,bare
+ * --connections=32 --rate=1000 --warmup=8 --driver=autocannon --profile[=boot|alloc|survivors] --profile-targets=router-rr,bare
  * --ab=GIT_REF --upstream=sim --rows=2k,stream --concurrent]`
  *
  * Every figure is compared within one run: rows of a table are measured alternating (the
@@ -39,8 +40,12 @@ const CONNS = Number(args.get('connections') ?? 32);
 const PACED_RATE = Number(args.get('rate') ?? 1000);
 const ONLY = new Set((args.get('only') ?? 'main,latency,platform,transport').split(','));
 const PROFILE = args.has('profile');
-/** `--profile=alloc`: where the measured window's bytes are allocated instead of where its time goes. */
-const PROFILE_MODE = args.get('profile') === 'alloc' ? 'alloc' : 'cpu';
+/**
+ * `--profile=alloc`: where the measured window's bytes are allocated instead of where its time
+ * goes; `--profile=survivors`: where the bytes that outlive the young generation (promoted to
+ * the old one, left for a full collection) are allocated.
+ */
+const PROFILE_MODE: ProfileMode = args.get('profile') === 'alloc' || args.get('profile') === 'survivors' ? args.get('profile') as ProfileMode : 'cpu';
 /**
  * `--rows=2k,now$`: only the rows whose name contains one of these (`$`: ends with it), a quick
  * look at one path. Separated by `;` instead when one holds a comma, as row names do
@@ -114,7 +119,7 @@ function routerConfig(up: BenchProc, policy: string, traced = false, routerArgs:
 
 const upstreamArgs = (up: BenchProc): string[] => [`--ctx=http://127.0.0.1:${up.ports[0]}`, `--gen=http://127.0.0.1:${up.ports[1]}`];
 const profileDir = join(outDir, 'profiles');
-const profileFile = (row: string): string => join(profileDir, `${row.replace(/[^\w]+/g, '-')}.${PROFILE_MODE === 'alloc' ? 'heapprofile' : 'cpuprofile'}`);
+const profileFile = (row: string): string => join(profileDir, `${row.replace(/[^\w]+/g, '-')}.${PROFILE_MODE === 'cpu' ? 'cpuprofile' : PROFILE_MODE === 'alloc' ? 'heapprofile' : 'survivors.heapprofile'}`);
 const profileArgs = (name: string): string[] => (args.get('profile') === 'boot' ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`, `--cpu-prof-name=${name}.cpuprofile`] : []);
 
 const starters: Record<string, Starter> = {
@@ -542,7 +547,7 @@ async function main(): Promise<void> {
     for (const r of all) {
       const top = Number(args.get('top') ?? 30);
       const summary =
-        PROFILE_MODE === 'alloc'
+        PROFILE_MODE !== 'cpu'
           ? summarizeAllocations(profileFile(r.row), r.rounds.at(-1)?.requests ?? 0, top)
           : summarizeProfile(args.get('profile') === 'boot' ? join(profileDir, 'router-rr.cpuprofile') : profileFile(r.row), top);
       md.push(`### Profile: ${r.row}`, '', '```', summary, '```', '');

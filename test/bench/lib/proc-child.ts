@@ -17,7 +17,8 @@ export type ChildMessage =
   | { type: 'profiled'; file: string }
   | { type: 'error'; message: string };
 /** `cpu`: where the time goes; `alloc`: where the bytes the collector later sweeps are allocated. */
-export type ProfileMode = 'cpu' | 'alloc';
+/** `survivors`: only what outlives the young generation (promoted, or alive at the stop). */
+export type ProfileMode = 'cpu' | 'alloc' | 'survivors';
 export type ParentMessage = { type: 'stats' } | { type: 'stop' } | { type: 'profile-start'; mode: ProfileMode } | { type: 'profile-stop'; file: string };
 
 /** Bytes between two allocation samples: fine enough for a few seconds of requests. */
@@ -25,8 +26,9 @@ const ALLOC_SAMPLING_BYTES = 8 * 1024;
 
 /**
  * The V8 CPU profiler (as `node --cpu-prof`), or its sampling heap profiler counting objects
- * collected since (every allocation, not only what survives), started and stopped around the
- * measured window only, so boot and warm-up do not dilute the figures.
+ * collected since (every allocation, not only what survives; with `survivors`, those the
+ * young generation collected left out: what was promoted to the old one), started and stopped
+ * around the measured window only, so boot and warm-up do not dilute the figures.
  */
 let profiler: { session: Session; mode: ProfileMode } | undefined;
 function profileCommand(m: ParentMessage, send: (m: ChildMessage) => void): void {
@@ -36,7 +38,7 @@ function profileCommand(m: ParentMessage, send: (m: ChildMessage) => void): void
     profiler = { session, mode: m.mode };
     if (m.mode === 'cpu') session.post('Profiler.enable', () => session.post('Profiler.start'));
     else {
-      const sampling = { samplingInterval: ALLOC_SAMPLING_BYTES, includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: true };
+      const sampling = { samplingInterval: ALLOC_SAMPLING_BYTES, includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: m.mode === 'alloc' };
       session.post('HeapProfiler.enable', () => session.post('HeapProfiler.startSampling', sampling));
     }
   } else if (m.type === 'profile-stop' && profiler) {
