@@ -5,7 +5,7 @@ import { join, resolve } from 'node:path';
 import { STREAM_CHUNKS, chatBody, completionBody, longTextBody, messagesBody, tokenIdBody } from './lib/payloads';
 import { pickDriver, runLoad } from './lib/load';
 import { hasNginx, startNginx } from './lib/nginx';
-import { cpuFromOutsideUs, hasTaskset, LOAD_CPU, PROXY_CPU, startProc, type BenchProc } from './lib/procs';
+import { cpuFromOutsideUs, hasTaskset, LOAD_CPU, PROXY_CPU, startProc as startProcess, type BenchProc, type StartOptions } from './lib/procs';
 import { CHAT_WORKLOAD } from './lib/chat-workload';
 import { markdownTable, median, type PointResult, type RowResult } from './lib/report';
 import { summarizeAllocations } from './lib/allocprofile';
@@ -16,6 +16,7 @@ import { TRANSPORTS } from './lib/transports';
 /**
  * `npm run bench [-- --only=main,latency,platform,transport,ablation,kv-ablation,tracing,perf,encoding,messages --seconds=4 --rounds=2
  * --connections=32 --rate=1000 --warmup=8 --driver=autocannon --profile[=boot|alloc|survivors] --profile-targets=router-rr,bare
+ * --proxy-node-flags='--trace-gc-nvp'
  * --ab=GIT_REF --upstream=sim --rows=2k,stream --concurrent]`
  *
  * Every figure is compared within one run: rows of a table are measured alternating (the
@@ -23,8 +24,10 @@ import { TRANSPORTS } from './lib/transports';
  * runs alone on cpu0; the load driver and the fake workers share cpu1.
  */
 const args = new Map(process.argv.slice(2).map((a) => {
-  const [k, v] = a.replace(/^--/, '').split('=');
-  return [k, v ?? 'true'] as const;
+  // Split at the first '=' only: a value may hold more (--proxy-node-flags=--max-semi-space-size=64).
+  const arg = a.replace(/^--/, '');
+  const at = arg.indexOf('=');
+  return (at < 0 ? [arg, 'true'] : [arg.slice(0, at), arg.slice(at + 1)]) as [string, string];
 }));
 const SECONDS = Number(args.get('seconds') ?? 4);
 const WARMUP_S = 2;
@@ -120,6 +123,14 @@ function routerConfig(up: BenchProc, policy: string, traced = false, routerArgs:
 const upstreamArgs = (up: BenchProc): string[] => [`--ctx=http://127.0.0.1:${up.ports[0]}`, `--gen=http://127.0.0.1:${up.ports[1]}`];
 const profileDir = join(outDir, 'profiles');
 const profileFile = (row: string): string => join(profileDir, `${row.replace(/[^\w]+/g, '-')}.${PROFILE_MODE === 'cpu' ? 'cpuprofile' : PROFILE_MODE === 'alloc' ? 'heapprofile' : 'survivors.heapprofile'}`);
+/**
+ * `--proxy-node-flags='--trace-gc-nvp'`: node flags for every measured process (those on the
+ * proxy's CPU: the routers, the bare and Nest proxies), e.g. to trace its garbage collector
+ * into bench-results/logs/<process>.log. Space-separated.
+ */
+const PROXY_NODE_FLAGS = (args.get('proxy-node-flags') ?? '').split(' ').filter(Boolean);
+const startProc = (o: StartOptions): Promise<BenchProc> =>
+  startProcess(o.cpus === PROXY_CPU && PROXY_NODE_FLAGS.length ? { ...o, execArgv: [...(o.execArgv ?? []), ...PROXY_NODE_FLAGS] } : o);
 const profileArgs = (name: string): string[] => (args.get('profile') === 'boot' ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`, `--cpu-prof-name=${name}.cpuprofile`] : []);
 
 const starters: Record<string, Starter> = {
