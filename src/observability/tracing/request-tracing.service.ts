@@ -6,10 +6,10 @@ import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { defaultResource, detectResources, envDetector, resourceFromAttributes } from '@opentelemetry/resources';
 import { BasicTracerProvider, BatchSpanProcessor } from '@opentelemetry/sdk-trace-base';
 import type { FastifyInstance, FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify';
+import { ObjectSlot } from '../../common/object-slot';
 import { APP_CONFIG, type AppConfig } from '../../config';
 import type { RequestKind } from '../../routing';
 import { InFlightRequests } from '../context/in-flight-requests';
-import { ObjectSlot } from '../../common/object-slot';
 import { RequestTrace } from './request-trace';
 import { tracingOptions } from './tracing-options';
 

@@ -16,8 +16,10 @@ export type ChildMessage =
   | { type: 'stats'; stats: ProcStats }
   | { type: 'profiled'; file: string }
   | { type: 'error'; message: string };
-/** `cpu`: where the time goes; `alloc`: where the bytes the collector later sweeps are allocated. */
-/** `survivors`: only what outlives the young generation (promoted, or alive at the stop). */
+/**
+ * `cpu`: where the time goes; `alloc`: where the bytes the collector later sweeps are allocated;
+ * `survivors`: the same for what outlives the young generation only (promoted, or alive at the stop).
+ */
 export type ProfileMode = 'cpu' | 'alloc' | 'survivors';
 export type ParentMessage = { type: 'stats' } | { type: 'stop' } | { type: 'profile-start'; mode: ProfileMode } | { type: 'profile-stop'; file: string };
 
