@@ -4,6 +4,7 @@ import axios, { type AxiosInstance } from 'axios';
 import { EventEmitter } from 'node:events';
 import type { Readable } from 'node:stream';
 import { Agent, type Dispatcher } from 'undici';
+import { ObjectSlot } from '../common/object-slot';
 import { AbortHandle } from './abort-handle';
 import { HttpSessionClosedError } from './http-session.errors';
 import { HTTP_SESSION_OPTIONS, type HttpSessionOptions } from './http-session.options';
@@ -22,7 +23,8 @@ class AbortBridge extends EventEmitter {
   reason: unknown = undefined;
 }
 
-const abortBridges = new WeakMap<AbortSignal, AbortBridge>();
+/** On the signal itself, not in a WeakMap: a client request's signal and its bridge die young together (see ObjectSlot). */
+const abortBridges = new ObjectSlot<AbortBridge>('abort bridge');
 
 function abortBridgeOf(signal: AbortSignal): AbortBridge {
   let bridge = abortBridges.get(signal);
