@@ -16,6 +16,27 @@ const chatCtxBuf = Buffer.from(chatContextAnswer);
 const chatGenBuf = Buffer.from(chatGenerationAnswer);
 const chatEvents = chatStreamEvents();
 const isChat = (req: IncomingMessage): boolean => req.url === '/v1/chat/completions';
+
+/**
+ * A context server answers with the prompt it was given (docs/protocol.md "Context answer"):
+ * a completion whose prompt is a list of token ids gets those ids back as prompt_token_ids,
+ * spliced as its bytes into the precomputed answer, so the 2k-id rows relay 2k ids to the
+ * generation server as they would with real workers (text prompts keep the fixed 256).
+ */
+const IDS_MEMBER = Buffer.from('"prompt_token_ids":[');
+const ctxIdsStart = ctxBuf.indexOf(IDS_MEMBER) + IDS_MEMBER.length - 1;
+const ctxHead = ctxBuf.subarray(0, ctxIdsStart);
+const ctxTail = ctxBuf.subarray(ctxBuf.indexOf(']', ctxIdsStart) + 1);
+const PROMPT_IDS = Buffer.from('"prompt":[');
+const isDigit = (b: number | undefined): boolean => b !== undefined && b >= 0x30 && b <= 0x39;
+
+function contextAnswerFor(body: Buffer): Buffer {
+  const at = body.indexOf(PROMPT_IDS);
+  const start = at + PROMPT_IDS.length - 1;
+  if (at < 0 || !isDigit(body[start + 1])) return ctxBuf;
+  const end = body.indexOf(']', start);
+  return end < 0 ? ctxBuf : Buffer.concat([ctxHead, body.subarray(start, end + 1), ctxTail]);
+}
 const STREAM_MARK = Buffer.from('"stream":true');
 
 function readBody(req: IncomingMessage, done: (body: Buffer) => void): void {
@@ -69,7 +90,7 @@ async function listen(handler: (req: IncomingMessage, res: ServerResponse) => vo
 async function main(): Promise<void> {
   const ctxPort = await listen((req, res) => {
     if (common(req, res)) return;
-    readBody(req, () => sendJson(res, isChat(req) ? chatCtxBuf : ctxBuf));
+    readBody(req, (body) => sendJson(res, isChat(req) ? chatCtxBuf : contextAnswerFor(body)));
   }, Number(argOf('ctx-port', '0')));
   const genPort = await listen((req, res) => {
     if (common(req, res)) return;
