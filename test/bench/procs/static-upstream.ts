@@ -1,3 +1,4 @@
+import { decode } from '@msgpack/msgpack';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { chatContextAnswer, chatGenerationAnswer, chatStreamEvents, contextAnswer, generationAnswer, streamEvents } from '../lib/payloads';
@@ -21,7 +22,7 @@ const isChat = (req: IncomingMessage): boolean => req.url === '/v1/chat/completi
  * A context server answers with the prompt it was given (docs/protocol.md "Context answer"):
  * a completion whose prompt is a list of token ids gets those ids back as prompt_token_ids,
  * spliced as its bytes into the precomputed answer, so the 2k-id rows relay 2k ids to the
- * generation server as they would with real workers (text prompts keep the fixed 256).
+ * generation server as they would with real workers (text completions keep the fixed 256).
  */
 const IDS_MEMBER = Buffer.from('"prompt_token_ids":[');
 const ctxIdsStart = ctxBuf.indexOf(IDS_MEMBER) + IDS_MEMBER.length - 1;
@@ -30,12 +31,48 @@ const ctxTail = ctxBuf.subarray(ctxBuf.indexOf(']', ctxIdsStart) + 1);
 const PROMPT_IDS = Buffer.from('"prompt":[');
 const isDigit = (b: number | undefined): boolean => b !== undefined && b >= 0x30 && b <= 0x39;
 
-function contextAnswerFor(body: Buffer): Buffer {
-  const at = body.indexOf(PROMPT_IDS);
-  const start = at + PROMPT_IDS.length - 1;
-  if (at < 0 || !isDigit(body[start + 1])) return ctxBuf;
+function contextAnswerFor(req: IncomingMessage, body: Buffer): Buffer {
+  const list = isMsgpack(req) ? msgpackIdList(body, 'prompt') : idListAt(body, PROMPT_IDS);
+  return list ? Buffer.concat([ctxHead, list, ctxTail]) : ctxBuf;
+}
+
+/** A msgpack body (TensorRT-LLM's header; the encoding rows): its ids decoded and written as JSON. */
+const isMsgpack = (req: IncomingMessage): boolean => req.headers['x-trtllm-msgpack'] === '1';
+
+function msgpackIdList(body: Buffer, member: string): Buffer | undefined {
+  const ids = (decode(body) as Record<string, unknown>)[member];
+  return Array.isArray(ids) && ids.length > 0 && ids.every((id) => Number.isInteger(id)) ? Buffer.from(JSON.stringify(ids)) : undefined;
+}
+
+/** The JSON id list (`[` to `]`) after `member` in a request body, if it holds one. */
+function idListAt(body: Buffer, member: Buffer): Buffer | undefined {
+  const at = body.indexOf(member);
+  const start = at + member.length - 1;
+  if (at < 0 || !isDigit(body[start + 1])) return undefined;
   const end = body.indexOf(']', start);
-  return end < 0 ? ctxBuf : Buffer.concat([ctxHead, body.subarray(start, end + 1), ctxTail]);
+  return end < 0 ? undefined : body.subarray(start, end + 1);
+}
+
+/**
+ * A chat's context answer carries the rendered prompt's ids: those the router sent
+ * (`prompt_token_ids`, when it tokenized the chat), else as many stand-in ids as the chat has
+ * tokens, about one per CHAT_BYTES_PER_TOKEN bytes of its body (Qwen3 5.0, Llama 3 5.3 on the
+ * bench's chats), five digits each as in a 150k vocabulary.
+ */
+const chatIdsStart = chatCtxBuf.indexOf(IDS_MEMBER) + IDS_MEMBER.length - 1;
+const chatHead = chatCtxBuf.subarray(0, chatIdsStart);
+const chatTail = chatCtxBuf.subarray(chatCtxBuf.indexOf(']', chatIdsStart) + 1);
+const CHAT_BYTES_PER_TOKEN = 5;
+const MAX_STAND_IN_IDS = 32_768;
+const standIn = Buffer.from(`[${Array.from({ length: MAX_STAND_IN_IDS }, (_, i) => 10_000 + ((i * 7919) % 90_000)).join(',')}`);
+const CLOSE = Buffer.from(']');
+
+function chatContextAnswerFor(req: IncomingMessage, body: Buffer): Buffer {
+  const sent = isMsgpack(req) ? msgpackIdList(body, 'prompt_token_ids') : idListAt(body, IDS_MEMBER);
+  if (sent) return Buffer.concat([chatHead, sent, chatTail]);
+  const count = Math.min(Math.max(1, Math.round(body.length / CHAT_BYTES_PER_TOKEN)), MAX_STAND_IN_IDS);
+  // Each stand-in id is five digits and a comma: the first `count` end just before the next comma.
+  return Buffer.concat([chatHead, standIn.subarray(0, 1 + count * 6 - 1), CLOSE, chatTail]);
 }
 const STREAM_MARK = Buffer.from('"stream":true');
 
@@ -90,7 +127,7 @@ async function listen(handler: (req: IncomingMessage, res: ServerResponse) => vo
 async function main(): Promise<void> {
   const ctxPort = await listen((req, res) => {
     if (common(req, res)) return;
-    readBody(req, (body) => sendJson(res, isChat(req) ? chatCtxBuf : contextAnswerFor(body)));
+    readBody(req, (body) => sendJson(res, isChat(req) ? chatContextAnswerFor(req, body) : contextAnswerFor(req, body)));
   }, Number(argOf('ctx-port', '0')));
   const genPort = await listen((req, res) => {
     if (common(req, res)) return;
