@@ -6,8 +6,9 @@ import { argOf, failChild, serveChild } from '../lib/proc-child';
 
 /**
  * Near-zero-cost fake workers: one port answering as a context server, one as a generation
- * server, from precomputed buffers. Stream chunks go out one per event-loop turn, as a
- * decoding worker's would, so the router sees them as separate reads.
+ * server, from precomputed buffers (a context answer with the prompt's ids spliced in). Stream
+ * chunks go out one per event-loop turn, as a decoding worker's would, so the router sees them
+ * as separate reads.
  */
 const ctxBuf = Buffer.from(contextAnswer);
 const genBuf = Buffer.from(generationAnswer);
@@ -74,6 +75,7 @@ function chatContextAnswerFor(req: IncomingMessage, body: Buffer): Buffer {
   // Each stand-in id is five digits and a comma: the first `count` end just before the next comma.
   return Buffer.concat([chatHead, standIn.subarray(0, 1 + count * 6 - 1), CLOSE, chatTail]);
 }
+
 const STREAM_MARK = Buffer.from('"stream":true');
 
 function readBody(req: IncomingMessage, done: (body: Buffer) => void): void {
