@@ -90,6 +90,14 @@ export function idListJsonOf(value: unknown): IdListJson | undefined {
   return known.json;
 }
 
+/**
+ * Whether `value` is a list remembered by rememberIdListJson (read as digits by the body parser,
+ * or written by the tokenizer), so non-negative integers without a look at each of its ids.
+ */
+export function isRememberedIdList(value: unknown): boolean {
+  return idListJsonOf(value) !== undefined;
+}
+
 /** The JSON text of `value` when it is a list remembered by rememberIdListJson and unchanged since. */
 export function idListTextOf(value: unknown): string | undefined {
   return idListJsonOf(value)?.text;

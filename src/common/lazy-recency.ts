@@ -17,8 +17,12 @@ export class LazyRecency {
     return this.clock++;
   }
 
-  /** Whether an entry stamped `stamp`, in a collection of `size`, is to move to the back on this use. */
+  /**
+   * Whether an entry stamped `stamp`, in a collection of `size`, is to move to the back on this
+   * use. Never the only entry: moving it changes no order (a cache holding one prompt used again
+   * and again moved it, and its index entries, on every use).
+   */
   due(stamp: number, size: number): boolean {
-    return this.clock - stamp > size / 2;
+    return size > 1 && this.clock - stamp > size / 2;
   }
 }

@@ -1,3 +1,4 @@
+import { isRememberedIdList } from '../common/id-list-text';
 import { isRecord } from '../common/is-record';
 import type { RequestKind } from '../routing';
 import { invalidRequest } from '../common';
@@ -74,6 +75,7 @@ export function optional(b: Record<string, unknown>, key: string, type: 'boolean
 }
 
 function isTokenIds(a: readonly unknown[]): boolean {
+  if (isRememberedIdList(a)) return true;
   for (const x of a) if (!Number.isInteger(x) || (x as number) < 0) return false;
   return true;
 }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
-import { IdListJson, idListJsonOf, idListMembers, idListTextOf, rememberIdListJson } from '../../src/common/id-list-text';
+import { IdListJson, idListJsonOf, idListMembers, idListTextOf, isRememberedIdList, rememberIdListJson } from '../../src/common/id-list-text';
 
 /** Id lists as the tokenizer's pieces make them: members written digit by digit, joined only when read as text. */
 describe('id list JSON', () => {
@@ -36,5 +36,16 @@ describe('id list JSON', () => {
     expect(idListTextOf(ids)).toBe(JSON.stringify(ids));
     ids.push(7);
     expect(idListJsonOf(ids)).toBeUndefined();
+  });
+
+  it('vouches for a remembered list only, and only while it is unchanged', () => {
+    const ids = Array.from({ length: 80 }, (_, i) => i + 1);
+    expect(isRememberedIdList(ids)).toBe(false);
+    expect(isRememberedIdList([...ids])).toBe(false);
+    rememberIdListJson(ids, IdListJson.ofText(JSON.stringify(ids)));
+    expect(isRememberedIdList(ids)).toBe(true);
+    expect(isRememberedIdList([...ids])).toBe(false);
+    ids[ids.length - 1] = -1;
+    expect(isRememberedIdList(ids)).toBe(false);
   });
 });

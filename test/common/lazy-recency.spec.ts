@@ -12,4 +12,12 @@ describe('LazyRecency', () => {
     for (let i = 0; i < 5; i++) recency.next();
     expect(recency.due(moved, 10)).toBe(true);
   });
+
+  it('never moves the only entry of a collection', () => {
+    const recency = new LazyRecency();
+    const only = recency.next();
+    for (let i = 0; i < 3; i++) recency.next();
+    expect(recency.due(only, 1)).toBe(false);
+    expect(recency.due(only, 2)).toBe(true);
+  });
 });
