@@ -6,9 +6,6 @@ export const SHARD_SLOTS = 2 ** 16;
 const FIRST_SLOTS = 256;
 /** Splits stop here (2^12 shards); a shard at that depth grows instead, as a plain table would. */
 const MAX_DEPTH = 12;
-const EMPTY = 0;
-const LIVE = 1;
-const DELETED = 2;
 /** The expiry of a confirmed block: never. */
 const CONFIRMED = Infinity;
 
@@ -44,17 +41,30 @@ function splitKey(key: bigint): void {
   keyHash = hashOf(keyHi, keyLo);
 }
 
-/** One open-addressing table (linear probing): the keys' halves, a state and an expiry per slot. */
+/** Slot words: the key's halves, then the expiry's float64 (words 2-3, which also say whether the slot is empty or deleted). */
+const WORDS = 4;
+/** The high word of a deleted slot's expiry: a NaN V8 never writes (its NaN is 0x7ff8...). */
+const DELETED_HIGH = 0xffffffff;
+const EXPIRY_HIGH = 2 + HIGH;
+const EXPIRY_LOW = 2 + LOW;
+
+/**
+ * One open-addressing table (linear probing). A slot is 16 bytes, key and expiry side by side,
+ * so a probe reads one cache line: with the three or four arrays of a slot's fields apart, each
+ * look-up of a prompt's few hundred blocks in a table of a million cost that many misses. An
+ * empty slot's expiry is all zero bits (+0), which no live slot holds: an expiry of 0 is kept
+ * as -0, equal to it in every comparison.
+ */
 class Shard {
-  hi: Uint32Array;
-  lo: Uint32Array;
-  state: Uint8Array;
-  expiry: Float64Array;
+  readonly words: Uint32Array;
+  /** The same bytes: slot i's expiry is at 2i + 1. */
+  readonly expiries: Float64Array;
   /** Live keys, and slots taken by a key or a deleted one (probes stop only at an empty slot). */
   live = 0;
   used = 0;
   /** Replaced by a rebuilt or split shard: its keys live on there. */
   retired = false;
+  readonly slots: number;
   private shift: number;
 
   constructor(
@@ -64,43 +74,64 @@ class Shard {
     /** The live count it splits at: a random point, so evenly filled shards do not all split at once. */
     public splitAt: number,
   ) {
-    this.hi = new Uint32Array(slots);
-    this.lo = new Uint32Array(slots);
-    this.state = new Uint8Array(slots);
-    this.expiry = new Float64Array(slots);
+    this.words = new Uint32Array(slots * WORDS);
+    this.expiries = new Float64Array(this.words.buffer);
+    this.slots = slots;
     this.shift = 32 - Math.log2(slots);
   }
 
-  get slots(): number {
-    return this.state.length;
+  isLive(slot: number): boolean {
+    const w = slot * WORDS;
+    const high = this.words[w + EXPIRY_HIGH];
+    return high !== DELETED_HIGH && (high !== 0 || this.words[w + EXPIRY_LOW] !== 0);
+  }
+
+  hiAt(slot: number): number {
+    return this.words[slot * WORDS];
+  }
+
+  loAt(slot: number): number {
+    return this.words[slot * WORDS + 1];
+  }
+
+  expiryAt(slot: number): number {
+    return this.expiries[slot * 2 + 1];
+  }
+
+  setExpiry(slot: number, expiry: number): void {
+    this.expiries[slot * 2 + 1] = expiry === 0 ? -0 : expiry;
   }
 
   /** The key's slot, or -1. Slots are picked by the hash's high bits; the directory used its low ones. */
   find(hi: number, lo: number, h: number): number {
-    const mask = this.state.length - 1;
+    const mask = this.slots - 1;
+    const words = this.words;
     for (let i = h >>> this.shift; ; i = (i + 1) & mask) {
-      const s = this.state[i];
-      if (s === EMPTY) return -1;
-      if (s === LIVE && this.hi[i] === hi && this.lo[i] === lo) return i;
+      const w = i * WORDS;
+      const high = words[w + EXPIRY_HIGH];
+      if (high === 0 && words[w + EXPIRY_LOW] === 0) return -1;
+      if (words[w] === hi && words[w + 1] === lo && high !== DELETED_HIGH) return i;
     }
   }
 
   /** Puts a key known to be absent; returns its slot. */
   insert(hi: number, lo: number, h: number, expiry: number): number {
-    const mask = this.state.length - 1;
+    const mask = this.slots - 1;
     let i = h >>> this.shift;
-    while (this.state[i] === LIVE) i = (i + 1) & mask;
-    if (this.state[i] === EMPTY) this.used++;
-    this.state[i] = LIVE;
-    this.hi[i] = hi;
-    this.lo[i] = lo;
-    this.expiry[i] = expiry;
+    while (this.isLive(i)) i = (i + 1) & mask;
+    if (this.words[i * WORDS + EXPIRY_HIGH] !== DELETED_HIGH) this.used++;
+    const w = i * WORDS;
+    this.words[w] = hi;
+    this.words[w + 1] = lo;
+    this.setExpiry(i, expiry);
     this.live++;
     return i;
   }
 
   remove(slot: number): void {
-    this.state[slot] = DELETED;
+    const w = slot * WORDS;
+    this.words[w + EXPIRY_HIGH] = DELETED_HIGH;
+    this.words[w + EXPIRY_LOW] = 0;
     this.live--;
   }
 }
@@ -138,7 +169,7 @@ export class U64BlockStore {
     splitKey(key);
     const shard = this.shardOf(keyHash);
     const slot = shard.find(keyHi, keyLo, keyHash);
-    return slot >= 0 && shard.expiry[slot] > now;
+    return slot >= 0 && shard.expiryAt(slot) > now;
   }
 
   /** Confirms the key (recorded or not before). */
@@ -156,7 +187,7 @@ export class U64BlockStore {
     const shard = this.shardOf(keyHash);
     const slot = shard.find(keyHi, keyLo, keyHash);
     if (slot < 0) return false;
-    this.count(shard.expiry[slot], -1);
+    this.count(shard.expiryAt(slot), -1);
     shard.remove(slot);
     return true;
   }
@@ -181,8 +212,8 @@ export class U64BlockStore {
       const end = Math.min(shard.slots, pass.slot + budget);
       budget -= end - pass.slot;
       for (let i = pass.slot; i < end; i++) {
-        if (shard.state[i] !== LIVE) continue;
-        const expiry = shard.expiry[i];
+        if (!shard.isLive(i)) continue;
+        const expiry = shard.expiryAt(i);
         if (expiry === CONFIRMED) continue;
         if (expiry <= now) {
           shard.remove(i);
@@ -202,7 +233,7 @@ export class U64BlockStore {
   *keys(confirmed: boolean): IterableIterator<bigint> {
     for (const shard of new Set(this.dir)) {
       for (let i = 0; i < shard.slots; i++) {
-        if (shard.state[i] === LIVE && (shard.expiry[i] === CONFIRMED) === confirmed) yield (BigInt(shard.hi[i]) << 32n) | BigInt(shard.lo[i]);
+        if (shard.isLive(i) && (shard.expiryAt(i) === CONFIRMED) === confirmed) yield (BigInt(shard.hiAt(i)) << 32n) | BigInt(shard.loAt(i));
       }
     }
   }
@@ -223,13 +254,13 @@ export class U64BlockStore {
     let shard = this.shardOf(h);
     const slot = shard.find(hi, lo, h);
     if (slot >= 0) {
-      const was = shard.expiry[slot];
+      const was = shard.expiryAt(slot);
       if (was === CONFIRMED) return;
       if (confirm) {
         this.tracked--;
         this.confirmed++;
       }
-      shard.expiry[slot] = expiry;
+      shard.setExpiry(slot, expiry);
       return;
     }
     while (shard.used + 1 > shard.slots / 2) shard = this.makeRoom(shard, h);
@@ -252,21 +283,22 @@ export class U64BlockStore {
    */
   private makeRoom(full: Shard, h: number): Shard {
     if (full.live < full.splitAt) {
-      this.replace(full, this.rebuilt(full, full.slots, full.depth, () => true));
+      this.replace(full, this.rebuilt(full, full.slots, full.depth));
     } else if (full.slots < this.shardSlots) {
-      this.replace(full, this.rebuilt(full, full.slots * 2, full.depth, () => true));
+      this.replace(full, this.rebuilt(full, full.slots * 2, full.depth));
     } else if (full.depth < this.maxDepth) {
       if (full.depth === this.depth) {
         this.dir = this.dir.concat(this.dir);
         this.depth++;
       }
       const bit = 1 << full.depth;
-      const low = this.rebuilt(full, this.shardSlots, full.depth + 1, (kh) => (kh & bit) === 0);
-      const high = this.rebuilt(full, this.shardSlots, full.depth + 1, (kh) => (kh & bit) !== 0);
+      const low = this.newShard(this.shardSlots, full.depth + 1);
+      const high = this.newShard(this.shardSlots, full.depth + 1);
+      this.moveKeys(full, low, high, bit);
       for (let i = 0; i < this.dir.length; i++) if (this.dir[i] === full) this.dir[i] = i & bit ? high : low;
       full.retired = true;
     } else {
-      this.replace(full, this.rebuilt(full, full.slots * 2, full.depth, () => true));
+      this.replace(full, this.rebuilt(full, full.slots * 2, full.depth));
     }
     return this.shardOf(h);
   }
@@ -276,15 +308,22 @@ export class U64BlockStore {
     old.retired = true;
   }
 
-  /** A new shard of `slots` holding the live keys of `from` whose hash `keep` accepts. */
-  private rebuilt(from: Shard, slots: number, depth: number, keep: (h: number) => boolean): Shard {
+  /** A new shard of `slots` holding the live keys of `from`. */
+  private rebuilt(from: Shard, slots: number, depth: number): Shard {
     const out = this.newShard(slots, depth);
-    for (let i = 0; i < from.slots; i++) {
-      if (from.state[i] !== LIVE) continue;
-      const h = hashOf(from.hi[i], from.lo[i]);
-      if (keep(h)) out.insert(from.hi[i], from.lo[i], h, from.expiry[i]);
-    }
+    this.moveKeys(from, out, out, 0);
     return out;
+  }
+
+  /** Puts each live key of `from` into `low`, or into `high` when its hash has `bit` (one pass, even for a split). */
+  private moveKeys(from: Shard, low: Shard, high: Shard, bit: number): void {
+    for (let i = 0; i < from.slots; i++) {
+      if (!from.isLive(i)) continue;
+      const hi = from.hiAt(i);
+      const lo = from.loAt(i);
+      const h = hashOf(hi, lo);
+      (h & bit ? high : low).insert(hi, lo, h, from.expiryAt(i));
+    }
   }
 
   private newShard(slots: number, depth: number): Shard {

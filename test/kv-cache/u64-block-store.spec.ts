@@ -138,6 +138,25 @@ describe('U64BlockStore', () => {
     for (const key of pool) expect(store.has(key, now)).toBe(model.has(key));
   });
 
+  it('keeps any expiry, zero and below included, apart from an empty or deleted slot, the all-zero key too', () => {
+    const store = new U64BlockStore(16);
+    const keys = [0n, 1n << 32n, 1n, (1n << 64n) - 1n];
+    keys.forEach((key, i) => store.track(key, [0, -0, -5, 3][i]));
+    expect(store.tracked).toBe(4);
+    expect(keys.map((key) => store.has(key, -1))).toEqual([true, true, false, true]);
+    expect(store.has(0n, 0)).toBe(false);
+    expect([...store.keys(false)].sort()).toEqual([...keys].sort());
+    expect(store.delete(0n)).toBe(true);
+    expect(store.has(0n, -1)).toBe(false);
+    expect(store.delete(0n)).toBe(false);
+    // A deleted slot is found again by neither key nor probe: the key comes back as new.
+    store.confirm(0n);
+    expect(store.has(0n, 1e12)).toBe(true);
+    expect(store.confirmed).toBe(1);
+    expect(store.dropExpired(0)).toBe(3);
+    expect([...store.keys(false)].sort()).toEqual([(1n << 64n) - 1n]);
+  });
+
   it('clears to an empty table that fills again', () => {
     const store = new U64BlockStore(16);
     for (let i = 0n; i < 100n; i++) store.confirm(i * 0x100000003n);
