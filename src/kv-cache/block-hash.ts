@@ -6,7 +6,6 @@
  * (parent multiplication, optional LoRA mix, final result).
  */
 
-const MASK64 = (1n << 64n) - 1n;
 const HASH32_CONST = 0x45d9f3b;
 const HASH64_CONST_1 = 0xbf58476d1ce4e5b9n;
 const HASH64_CONST_2 = 0x94d049bb133111ebn;
@@ -72,6 +71,38 @@ export function extendBlockHashChain(
   return chain;
 }
 
+/** A 64-bit value's halves without bigint arithmetic (which allocates): stored as one, read as two. */
+const wide = new BigUint64Array(1);
+const halves = new Uint32Array(wide.buffer);
+const LOW = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1 ? 0 : 1;
+const HIGH = 1 - LOW;
+/** PARENT_HASH_CONST's halves. */
+const PARENT_HI = toNumber(PARENT_HASH_CONST >> 32n);
+const PARENT_LO = toNumber(PARENT_HASH_CONST & 0xffffffffn);
+
+/** The seed halves hashRange starts from, set by parentSeed (module state: no object per block). */
+let seedHi = 0;
+let seedLo = 0;
+
+/** (block length) ^ (parent * PARENT_HASH_CONST mod 2^64), on 32-bit halves; one bigint read, none made. */
+function parentSeed(parent: bigint, length: number): void {
+  wide[0] = parent;
+  const aHi = halves[HIGH];
+  const aLo = halves[LOW];
+  // aLo * PARENT_LO in full, in 16-bit limbs so every partial product is exact in a double.
+  const a0 = aLo & 0xffff;
+  const a1 = aLo >>> 16;
+  const b0 = PARENT_LO & 0xffff;
+  const b1 = PARENT_LO >>> 16;
+  const mid = a0 * b1 + a1 * b0;
+  const low = a0 * b0 + (mid % 0x10000) * 0x10000;
+  const high = a1 * b1 + floor(mid / 0x10000) + floor(low / TWO32);
+  // The cross products only reach the high half (mod 2^64).
+  seedHi = (high + imul(aHi, PARENT_LO) + imul(aLo, PARENT_HI)) >>> 0;
+  seedLo = (low >>> 0) ^ length;
+  seedLo >>>= 0;
+}
+
 function hashRange(
   tokens: ArrayLike<number>,
   start: number,
@@ -80,10 +111,17 @@ function hashRange(
   loraTaskId: number | bigint | undefined,
   cacheSaltId: bigint | undefined,
 ): bigint {
-  let seed0 = (Big(end - start) ^ ((asUintN(64, parent) * PARENT_HASH_CONST) & MASK64)) & MASK64;
-  if (cacheSaltId !== undefined && parent === 0n) seed0 = mix64(cacheSaltId, seed0);
-  let hi = toNumber(seed0 >> 32n);
-  let lo = toNumber(seed0 & 0xffffffffn);
+  let hi: number;
+  let lo: number;
+  if (cacheSaltId !== undefined && parent === 0n) {
+    const seed0 = mix64(cacheSaltId, Big(end - start));
+    hi = toNumber(seed0 >> 32n);
+    lo = toNumber(seed0 & 0xffffffffn);
+  } else {
+    parentSeed(parent, end - start);
+    hi = seedHi;
+    lo = seedLo;
+  }
   for (let i = start; i < end; i++) {
     // 32-bit token mix, wrapping like uint32_t.
     let v = tokens[i] >>> 0;
@@ -103,9 +141,10 @@ function hashRange(
     hi = (hi ^ cHi) >>> 0;
     lo = (lo ^ cLo) >>> 0;
   }
-  let seed = (Big(hi) << 32n) | Big(lo);
-  if (loraTaskId !== undefined) seed = mix64(Big(loraTaskId), seed);
-  return seed;
+  halves[HIGH] = hi;
+  halves[LOW] = lo;
+  const seed = wide[0];
+  return loraTaskId === undefined ? seed : mix64(Big(loraTaskId), seed);
 }
 
 function mix64(value: bigint, seed: bigint): bigint {
