@@ -98,8 +98,9 @@ class Shard {
     return this.expiries[slot * 2 + 1];
   }
 
+  /** 0 kept as -0 (all zero bits would read as empty); a NaN as V8's own (any other could read as deleted). */
   setExpiry(slot: number, expiry: number): void {
-    this.expiries[slot * 2 + 1] = expiry === 0 ? -0 : expiry;
+    this.expiries[slot * 2 + 1] = expiry === 0 ? -0 : expiry === expiry ? expiry : NaN;
   }
 
   /** The key's slot, or -1. Slots are picked by the hash's high bits; the directory used its low ones. */

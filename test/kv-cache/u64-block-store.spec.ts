@@ -155,6 +155,12 @@ describe('U64BlockStore', () => {
     expect(store.confirmed).toBe(1);
     expect(store.dropExpired(0)).toBe(3);
     expect([...store.keys(false)].sort()).toEqual([(1n << 64n) - 1n]);
+    // A NaN of any bits is a record that never matches, as in a Map, not a deleted slot.
+    const oddNaN = new Float64Array(new Uint32Array([0xffffffff, 0xffffffff]).buffer)[0];
+    store.track(7n, oddNaN);
+    expect(store.tracked).toBe(2);
+    expect(store.has(7n, -Infinity)).toBe(false);
+    expect(store.delete(7n)).toBe(true);
   });
 
   it('clears to an empty table that fills again', () => {
