@@ -98,6 +98,13 @@ export function isRememberedIdList(value: unknown): boolean {
   return idListJsonOf(value) !== undefined;
 }
 
+/** Whether every item is a non-negative integer (a token id); a remembered list is known to be. */
+export function allTokenIds(items: readonly unknown[]): boolean {
+  if (isRememberedIdList(items)) return true;
+  for (const x of items) if (!Number.isInteger(x) || (x as number) < 0) return false;
+  return true;
+}
+
 /** The JSON text of `value` when it is a list remembered by rememberIdListJson and unchanged since. */
 export function idListTextOf(value: unknown): string | undefined {
   return idListJsonOf(value)?.text;

@@ -1,10 +1,12 @@
 /**
  * The v1 KV cache block key hash (`v1_block_key`) of TensorRT-LLM, bit-exact.
  *
- * The 64-bit seed is carried as two unsigned 32-bit halves in plain numbers so that the
- * per-token mix (the hot loop) needs no BigInt allocation; BigInt is only used once per block
- * (parent multiplication, optional LoRA mix, final result).
+ * The 64-bit seed is carried as two unsigned 32-bit halves in plain numbers, the parent's
+ * product included, so that a block costs no BigInt arithmetic: its parent is read and its key
+ * made through u64-halves. Only a cache salt's first block and the LoRA mix use BigInt.
  */
+
+import { u64Halves as halves, u64Scratch as wide, U64_HIGH as HIGH, U64_LOW as LOW } from './u64-halves';
 
 const HASH32_CONST = 0x45d9f3b;
 const HASH64_CONST_1 = 0xbf58476d1ce4e5b9n;
@@ -71,11 +73,6 @@ export function extendBlockHashChain(
   return chain;
 }
 
-/** A 64-bit value's halves without bigint arithmetic (which allocates): stored as one, read as two. */
-const wide = new BigUint64Array(1);
-const halves = new Uint32Array(wide.buffer);
-const LOW = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1 ? 0 : 1;
-const HIGH = 1 - LOW;
 /** PARENT_HASH_CONST's halves. */
 const PARENT_HI = toNumber(PARENT_HASH_CONST >> 32n);
 const PARENT_LO = toNumber(PARENT_HASH_CONST & 0xffffffffn);
@@ -99,8 +96,7 @@ function parentSeed(parent: bigint, length: number): void {
   const high = a1 * b1 + floor(mid / 0x10000) + floor(low / TWO32);
   // The cross products only reach the high half (mod 2^64).
   seedHi = (high + imul(aHi, PARENT_LO) + imul(aLo, PARENT_HI)) >>> 0;
-  seedLo = (low >>> 0) ^ length;
-  seedLo >>>= 0;
+  seedLo = ((low >>> 0) ^ length) >>> 0;
 }
 
 function hashRange(

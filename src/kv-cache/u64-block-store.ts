@@ -1,4 +1,5 @@
 import { randomInt } from 'node:crypto';
+import { u64Halves as halves, u64Scratch as scratch, U64_HIGH as HIGH, U64_LOW as LOW } from './u64-halves';
 
 /** Slots per shard at most; a full-size shard splits (or, at MAX_DEPTH, grows) at about half full. */
 export const SHARD_SLOTS = 2 ** 16;
@@ -14,11 +15,6 @@ const MUL_A = (randomInt(2 ** 31) * 2 + 1) | 0;
 const MUL_B = (randomInt(2 ** 31) * 2 + 1) | 0;
 const MUL_C = (randomInt(2 ** 31) * 2 + 1) | 0;
 
-/** A key's halves: stored into a BigUint64Array, read back as two uint32 (no bigint arithmetic, which allocates). */
-const scratch = new BigUint64Array(1);
-const halves = new Uint32Array(scratch.buffer);
-const LOW = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1 ? 0 : 1;
-const HIGH = 1 - LOW;
 
 /** A 32-bit hash of a 64-bit key given as its high and low halves, every output bit on every input bit. */
 function hashOf(hi: number, lo: number): number {
@@ -120,8 +116,8 @@ class Shard {
     const mask = this.slots - 1;
     let i = h >>> this.shift;
     while (this.isLive(i)) i = (i + 1) & mask;
-    if (this.words[i * WORDS + EXPIRY_HIGH] !== DELETED_HIGH) this.used++;
     const w = i * WORDS;
+    if (this.words[w + EXPIRY_HIGH] !== DELETED_HIGH) this.used++;
     this.words[w] = hi;
     this.words[w + 1] = lo;
     this.setExpiry(i, expiry);

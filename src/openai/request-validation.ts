@@ -1,4 +1,4 @@
-import { isRememberedIdList } from '../common/id-list-text';
+import { allTokenIds } from '../common/id-list-text';
 import { isRecord } from '../common/is-record';
 import type { RequestKind } from '../routing';
 import { invalidRequest } from '../common';
@@ -47,9 +47,9 @@ function checkPrompt(prompt: unknown): void {
   }
   if (Array.isArray(prompt)) {
     if (prompt.length === 0) throw invalidRequest("'prompt' must not be empty", 'prompt');
-    if (isTokenIds(prompt)) return;
+    if (allTokenIds(prompt)) return;
     // As trtllm-serve disaggregated: a single prompt per request, text or token ids.
-    if (prompt.length === 1 && ((typeof prompt[0] === 'string' && prompt[0].length > 0) || (Array.isArray(prompt[0]) && prompt[0].length > 0 && isTokenIds(prompt[0])))) return;
+    if (prompt.length === 1 && ((typeof prompt[0] === 'string' && prompt[0].length > 0) || (Array.isArray(prompt[0]) && prompt[0].length > 0 && allTokenIds(prompt[0])))) return;
     throw invalidRequest("'prompt' must be one string or one list of token ids (batched prompts are not supported)", 'prompt', 'invalid_type');
   }
   throw invalidRequest("'prompt' must be a string or a list of token ids", 'prompt', 'invalid_type');
@@ -74,11 +74,6 @@ export function optional(b: Record<string, unknown>, key: string, type: 'boolean
   if (!ok) throw invalidRequest(`'${key}' must be ${type === 'integer' ? 'an integer' : `a ${type}`}`, key, 'invalid_type');
 }
 
-function isTokenIds(a: readonly unknown[]): boolean {
-  if (isRememberedIdList(a)) return true;
-  for (const x of a) if (!Number.isInteger(x) || (x as number) < 0) return false;
-  return true;
-}
 
 function isStringArray(v: unknown): boolean {
   return Array.isArray(v) && v.every((x) => typeof x === 'string');

@@ -1,4 +1,4 @@
-import { isRememberedIdList } from '../common/id-list-text';
+import { allTokenIds } from '../common/id-list-text';
 import { messageText, type ChatMessage } from './text-tokenizer';
 import type { PromptKind } from './prompt-request';
 
@@ -79,8 +79,5 @@ export function chatRendersPlainly(body: Readonly<Record<string, unknown>>): boo
 }
 
 export function isTokenIds(v: unknown): v is number[] {
-  if (!Array.isArray(v) || v.length === 0) return false;
-  if (isRememberedIdList(v)) return true;
-  for (const x of v) if (!Number.isInteger(x) || (x as number) < 0) return false;
-  return true;
+  return Array.isArray(v) && v.length > 0 && allTokenIds(v);
 }

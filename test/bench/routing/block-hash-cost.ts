@@ -1,6 +1,5 @@
-import { existsSync } from 'node:fs';
-import { resolve } from 'node:path';
 import { blockHashChain } from '../../../src/kv-cache';
+import { abModule } from '../lib/ab-build';
 
 /**
  * Hashing a whole prompt's blocks (v1_block_key, 32 tokens per block) with nothing cached: a
@@ -20,9 +19,8 @@ type Chain = typeof blockHashChain;
 
 function builds(): Array<[string, Chain]> {
   const out: Array<[string, Chain]> = [['now', blockHashChain]];
-  const ab = resolve('dist-bench/ab/src/kv-cache/block-hash.js');
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
-  if (existsSync(ab)) out.unshift(['before', (require(ab) as { blockHashChain: Chain }).blockHashChain]);
+  const before = abModule<{ blockHashChain: Chain }>('src/kv-cache/block-hash.js');
+  if (before) out.unshift(['before', before.blockHashChain]);
   return out;
 }
 
