@@ -30,6 +30,10 @@ interface PollState {
  * request on 2k-id prompts).
  */
 export const DEFAULT_MIN_POLL_GAP_MS = 10;
+/** The largest gap a policy accepts (kv_events_min_poll_gap_s at most 60). */
+export const MAX_MIN_POLL_GAP_MS = 60_000;
+/** Workers whose last poll start is kept before stale ones are swept. */
+const MAX_REMEMBERED_STARTS = 1024;
 
 export interface PollOutcome {
   ok: boolean;
@@ -53,6 +57,8 @@ export class KvEventPoller implements OnModuleDestroy {
   private readonly maxDrainBytes: number;
   /** Waits between a poll and its follow-up, ended early when the app closes. */
   private readonly gaps = new Map<NodeJS.Timeout, () => void>();
+  /** performance.now() at the start of each worker's last poll (the gap counts from it). */
+  private readonly lastStarts = new Map<string, number>();
   private closed = false;
 
   constructor(
@@ -67,10 +73,12 @@ export class KvEventPoller implements OnModuleDestroy {
   }
 
   /**
-   * Polls the worker at `serverUrl` unless another replica owns it; resolves when done. Asked
-   * while a poll of it runs, one follow-up is run after it, no sooner than `minGapMs` after
-   * that poll started: a burst of finishes costs one drain per gap, an idle worker's first
-   * finish is polled at once.
+   * Polls the worker at `serverUrl` unless another replica owns it; resolves when done. No poll
+   * of a worker starts sooner than `minGapMs` after its previous one started: asked while a
+   * poll runs, or after it ended but within the gap, one poll is run once the gap is over, for
+   * every ask in between. A burst of finishes, or a steady stream of them each landing after
+   * the last drain came back, costs one drain per gap; a worker polled longer ago than the gap
+   * is polled at once.
    */
   poll(serverUrl: string, timeoutMs: number, minGapMs = DEFAULT_MIN_POLL_GAP_MS): Promise<void> {
     const current = this.polls.get(serverUrl);
@@ -82,9 +90,16 @@ export class KvEventPoller implements OnModuleDestroy {
     const state = { again: false } as PollState;
     state.running = (async () => {
       try {
+        // Asks during this wait are answered by the poll after it (`again` is reset before it).
+        const wait = this.gap((this.lastStarts.get(serverUrl) ?? -Infinity) + minGapMs - performance.now());
+        if (wait) {
+          await wait;
+          if (this.closed || !this.ownership.owns(serverUrl)) return;
+        }
         do {
           state.again = false;
           const started = performance.now();
+          this.noteStart(serverUrl, started);
           await this.pollOnce(serverUrl, timeoutMs);
           if (state.again) await this.gap(started + minGapMs - performance.now());
         } while (state.again && !this.closed);
@@ -94,6 +109,14 @@ export class KvEventPoller implements OnModuleDestroy {
     })();
     this.polls.set(serverUrl, state);
     return state.running;
+  }
+
+  /** When each worker's last poll started; entries older than any gap are dropped as it grows (workers come and go). */
+  private noteStart(serverUrl: string, at: number): void {
+    if (this.lastStarts.size >= MAX_REMEMBERED_STARTS && !this.lastStarts.has(serverUrl)) {
+      for (const [url, started] of this.lastStarts) if (at - started > MAX_MIN_POLL_GAP_MS) this.lastStarts.delete(url);
+    }
+    this.lastStarts.set(serverUrl, at);
   }
 
   /** Ends the waits between polls: nothing is polled once the app closes. */

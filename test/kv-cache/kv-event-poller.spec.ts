@@ -162,18 +162,44 @@ describe('KvEventPoller', () => {
       sentAt.push(performance.now());
       return '[]';
     };
-    const GAP = 150;
+    const GAP = 300;
     const asked = performance.now();
     const burst = Array.from({ length: 20 }, () => poller.poll(worker.url, 2000, GAP));
     await Promise.all(burst);
     expect(sentAt).toHaveLength(2);
     // Timers never fire early; the worker reads the second request after the router sent it.
     expect(sentAt[1] - asked).toBeGreaterThanOrEqual(GAP - 1);
-    // Idle again: the next finish polls without waiting.
+    // Once the gap since the last poll's start is over (time itself is what is waited for), the next finish polls without waiting another.
+    await new Promise((resolve) => setTimeout(resolve, GAP));
     const idleAsk = performance.now();
-    await poller.poll(worker.url, 2000, 60_000);
+    await poller.poll(worker.url, 2000, GAP);
     expect(sentAt).toHaveLength(3);
-    expect(sentAt[2] - idleAsk).toBeLessThan(60_000);
+    expect(sentAt[2] - idleAsk).toBeLessThan(GAP);
+  });
+
+  it('makes a finish that comes after the last poll came back, but within the gap of its start, wait for the gap: one poll for all such finishes', async () => {
+    const worker = await new FakeWorker(() => undefined).start();
+    closing.push(worker);
+    const r = await room(worker.url);
+    closing.push(r.app);
+    const poller = r.app.get(KvEventPoller);
+    const sentAt: number[] = [];
+    worker.kvEvents = () => {
+      sentAt.push(performance.now());
+      return '[]';
+    };
+    const GAP = 300;
+    const asked = performance.now();
+    await poller.poll(worker.url, 2000, GAP);
+    expect(sentAt).toHaveLength(1);
+    // Finishes one after the other, each once the drain before it is done (a steady stream).
+    const later = [poller.poll(worker.url, 2000, GAP)];
+    expect(poller.isPolling(worker.url)).toBe(true);
+    later.push(poller.poll(worker.url, 2000, GAP), poller.poll(worker.url, 2000, GAP));
+    await Promise.all(later);
+    expect(sentAt).toHaveLength(2);
+    expect(sentAt[1] - asked).toBeGreaterThanOrEqual(GAP - 1);
+    expect(poller.isPolling(worker.url)).toBe(false);
   });
 
   it('sends no follow-up once the app closes during the gap, and leaves no timer behind', async () => {

@@ -85,4 +85,24 @@ describe('KV polls under a burst of finishes', () => {
     expect(polls).toBeGreaterThanOrEqual(1);
     expect(polls).toBeLessThanOrEqual(3);
   });
+
+  it('drains a steady stream of finishes once per gap too, when each lands after the drain before it came back', async () => {
+    const [worker] = cluster.generationWorkers;
+    const GAP_MS = 2000;
+    const windowStart = performance.now();
+    const before = await scrape(router.url);
+    const SEQUENTIAL = 8;
+    for (let i = 0; i < SEQUENTIAL; i++) {
+      const res = await postJson(`${router.url}/v1/completions`, { model: 'm', prompt: tokens(3 * TPB + 1, 40_000 + i * 100), max_tokens: 1 });
+      expect(res.status).toBe(200);
+    }
+    // Every prompt's stored blocks still arrive, from the poll at the end of a gap.
+    const applied = sampleValue(before, APPLIED, { server: worker.url });
+    await waitFor(async () => sampleValue(await scrape(router.url), APPLIED, { server: worker.url }) >= applied + SEQUENTIAL, 15_000, 'the stream applied');
+    const polls = sampleValue(await scrape(router.url), POLLS, { server: worker.url }) - sampleValue(before, POLLS, { server: worker.url });
+    const windowMs = performance.now() - windowStart;
+    // Poll starts at least a gap apart: one a finish found idle, then one per gap of the window.
+    expect(polls).toBeGreaterThanOrEqual(1);
+    expect(polls).toBeLessThanOrEqual(1 + Math.floor(windowMs / GAP_MS));
+  });
 });
