@@ -151,17 +151,8 @@ describe('KvEventPoller', () => {
     expect(worker.requests('/kv_cache_events')).toHaveLength(2);
   });
 
-  it('starts the follow-up no sooner than the gap after the poll before it, and an idle worker is polled at once', async () => {
-    const worker = await new FakeWorker(() => undefined).start();
-    closing.push(worker);
-    const r = await room(worker.url);
-    closing.push(r.app);
-    const poller = r.app.get(KvEventPoller);
-    const sentAt: number[] = [];
-    worker.kvEvents = () => {
-      sentAt.push(performance.now());
-      return '[]';
-    };
+  it('starts the follow-up no sooner than the gap after the poll before it, and a worker not polled within the gap is polled at once', async () => {
+    const { worker, poller, sentAt } = await timedPolls(closing);
     const GAP = 300;
     const asked = performance.now();
     const burst = Array.from({ length: 20 }, () => poller.poll(worker.url, 2000, GAP));
@@ -178,16 +169,7 @@ describe('KvEventPoller', () => {
   });
 
   it('makes a finish that comes after the last poll came back, but within the gap of its start, wait for the gap: one poll for all such finishes', async () => {
-    const worker = await new FakeWorker(() => undefined).start();
-    closing.push(worker);
-    const r = await room(worker.url);
-    closing.push(r.app);
-    const poller = r.app.get(KvEventPoller);
-    const sentAt: number[] = [];
-    worker.kvEvents = () => {
-      sentAt.push(performance.now());
-      return '[]';
-    };
+    const { worker, poller, sentAt } = await timedPolls(closing);
     const GAP = 300;
     const asked = performance.now();
     await poller.poll(worker.url, 2000, GAP);
@@ -220,6 +202,20 @@ describe('KvEventPoller', () => {
     expect(worker.requests('/kv_cache_events')).toHaveLength(1);
   });
 });
+
+/** A poller and a fake worker answering `[]`, with when the worker read each drain; both closed through `closing`. */
+async function timedPolls(closing: Array<{ close(): Promise<unknown> }>): Promise<{ worker: FakeWorker; poller: KvEventPoller; sentAt: number[] }> {
+  const worker = await new FakeWorker(() => undefined).start();
+  closing.push(worker);
+  const r = await room(worker.url);
+  closing.push(r.app);
+  const sentAt: number[] = [];
+  worker.kvEvents = () => {
+    sentAt.push(performance.now());
+    return '[]';
+  };
+  return { worker, poller: r.app.get(KvEventPoller), sentAt };
+}
 
 async function waitForRequests(worker: FakeWorker, n: number): Promise<void> {
   const deadline = Date.now() + 5000;
