@@ -164,6 +164,9 @@ const abBin = (p: string): string => join(root, 'dist-bench/ab/test/bench', p);
 starters['router-ab'] = (up) => startProc({ name: 'router-ab', script: abBin('procs/router.js'), args: [`--config=${routerConfig(up, 'round_robin')}`], cpus: PROXY_CPU, logDir });
 starters['router-kv-ab'] = (up) => startProc({ name: 'router-kv-ab', script: abBin('procs/router.js'), args: [`--config=${routerConfig(up, 'kv_cache_aware')}`], cpus: PROXY_CPU, logDir });
 starters['router-kv-qwen3-cache-ab'] = tokenizingRouter('router-kv-qwen3-cache-ab', abBin('procs/router.js'), QWEN3_TOKENIZER_DIR, CHAT_CACHE_MB);
+// As router-kv-text (the piece cache at its default size), from REF's build.
+starters['router-kv-text-ab'] = (up) =>
+  startProc({ name: 'router-kv-text-ab', script: abBin('procs/router.js'), args: [`--config=${routerConfig(up, 'kv_cache_aware', false, { tokenizer_dir: QWEN3_TOKENIZER_DIR })}`], cpus: PROXY_CPU, logDir, timeoutMs: TOKENIZER_BOOT_MS });
 
 const ABLATION_SETS = ['hooks', 'als', 'metrics', 'events', 'enhancers', 'hooks,events,enhancers'];
 /** The router under `policy` with the ablations `list` (router-ablations.ts) applied. */
@@ -273,7 +276,8 @@ function tables(): TableDef[] {
         { row: `kv_cache_aware at ${AB_REF}, 2k token ids`, target: 'router-kv-ab', body: tokens2k, stream: false, connections: c, vs: { bare: 'bare, 2k token ids' } },
         { row: 'kv_cache_aware now, 2k token ids', target: 'router-kv', body: tokens2k, stream: false, connections: c, vs: { bare: 'bare, 2k token ids', before: `kv_cache_aware at ${AB_REF}, 2k token ids` } },
         { row: 'bare, 9k-token text', target: 'bare', body: text9k, stream: false, connections: c },
-        { row: 'kv_cache_aware now, 9k-token text, Qwen3 tokenizer', target: 'router-kv-text', body: text9k, stream: false, connections: c, vs: { bare: 'bare, 9k-token text' } },
+        { row: `kv_cache_aware at ${AB_REF}, 9k-token text, Qwen3 tokenizer`, target: 'router-kv-text-ab', body: text9k, stream: false, connections: c, vs: { bare: 'bare, 9k-token text' } },
+        { row: 'kv_cache_aware now, 9k-token text, Qwen3 tokenizer', target: 'router-kv-text', body: text9k, stream: false, connections: c, vs: { bare: 'bare, 9k-token text', before: `kv_cache_aware at ${AB_REF}, 9k-token text, Qwen3 tokenizer` } },
         { row: `round_robin at ${AB_REF}, chats`, target: 'router-ab', body: '', stream: false, connections: c, path: CHAT_PATH, chatTurns: CHAT_WORKLOAD.turns },
         { row: 'round_robin now, chats', target: 'router-rr', body: '', stream: false, connections: c, path: CHAT_PATH, chatTurns: CHAT_WORKLOAD.turns, vs: { before: `round_robin at ${AB_REF}, chats` } },
         { row: `kv_cache_aware Qwen3 at ${AB_REF}, chats, cache on`, target: 'router-kv-qwen3-cache-ab', body: '', stream: false, connections: c, path: CHAT_PATH, chatTurns: CHAT_WORKLOAD.turns, vs: { rr: 'round_robin now, chats' } },
