@@ -30,7 +30,7 @@ interface PollState {
  * request on 2k-id prompts).
  */
 export const DEFAULT_MIN_POLL_GAP_MS = 10;
-/** The largest gap a policy accepts (kv_events_min_poll_gap_s at most 60). */
+/** The largest gap a policy accepts (kv_events_min_poll_gap_s's bound). */
 export const MAX_MIN_POLL_GAP_MS = 60_000;
 /** Workers whose last poll start is kept before stale ones are swept. */
 const MAX_REMEMBERED_STARTS = 1024;

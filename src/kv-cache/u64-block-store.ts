@@ -15,7 +15,6 @@ const MUL_A = (randomInt(2 ** 31) * 2 + 1) | 0;
 const MUL_B = (randomInt(2 ** 31) * 2 + 1) | 0;
 const MUL_C = (randomInt(2 ** 31) * 2 + 1) | 0;
 
-
 /** A 32-bit hash of a 64-bit key given as its high and low halves, every output bit on every input bit. */
 function hashOf(hi: number, lo: number): number {
   let h = Math.imul(lo, MUL_A);

@@ -74,7 +74,6 @@ export function optional(b: Record<string, unknown>, key: string, type: 'boolean
   if (!ok) throw invalidRequest(`'${key}' must be ${type === 'integer' ? 'an integer' : `a ${type}`}`, key, 'invalid_type');
 }
 
-
 function isStringArray(v: unknown): boolean {
   return Array.isArray(v) && v.every((x) => typeof x === 'string');
 }

@@ -137,10 +137,6 @@ const starters: Record<string, Starter> = {
   bare: (up) => startProc({ name: 'bare', script: bin('procs/bare-proxy.js'), args: [...upstreamArgs(up), '--transport=undici-pool'], cpus: PROXY_CPU, logDir }),
   'router-rr': (up) => startProc({ name: 'router-rr', script: bin('procs/router.js'), args: [`--config=${routerConfig(up, 'round_robin')}`], cpus: PROXY_CPU, logDir, execArgv: profileArgs('router-rr') }),
   'router-kv': (up) => startProc({ name: 'router-kv', script: bin('procs/router.js'), args: [`--config=${routerConfig(up, 'kv_cache_aware')}`], cpus: PROXY_CPU, logDir, execArgv: profileArgs('router-kv') }),
-  'router-kv-text': (up) =>
-    startProc({ name: 'router-kv-text', script: bin('procs/router.js'), args: [`--config=${routerConfig(up, 'kv_cache_aware', false, { tokenizer_dir: QWEN3_TOKENIZER_DIR })}`], cpus: PROXY_CPU, logDir, execArgv: profileArgs('router-kv-text'), timeoutMs: TOKENIZER_BOOT_MS }),
-  'router-kv-text-nocache': (up) =>
-    startProc({ name: 'router-kv-text-nocache', script: bin('procs/router.js'), args: [`--config=${routerConfig(up, 'kv_cache_aware', false, { tokenizer_dir: QWEN3_TOKENIZER_DIR, tokenizer_cache_mb: 0 })}`], cpus: PROXY_CPU, logDir, timeoutMs: TOKENIZER_BOOT_MS }),
   // return_perf_metrics on; the load sends no X-TRTLLM-return-metrics, as most clients.
   'router-perf': (up) => startProc({ name: 'router-perf', script: bin('procs/router.js'), args: [`--config=${routerConfig(up, 'round_robin', false, {}, { return_perf_metrics: true })}`], cpus: PROXY_CPU, logDir }),
   'router-kv-msgpack': (up) =>
@@ -150,9 +146,11 @@ const starters: Record<string, Starter> = {
   'nest-express': (up) => startProc({ name: 'nest-express', script: bin('procs/nest-proxy.js'), args: [...upstreamArgs(up), '--platform=express'], cpus: PROXY_CPU, logDir }),
   nginx: (up) => startNginx(up.ports[1], outDir, PROXY_CPU),
 };
-/** kv_cache_aware with a model's own tokenizer and a piece cache of `mb` MB, from `script` (this tree's router or REF's). */
-const tokenizingRouter = (name: string, script: string, dir: string, mb: number): Starter => (up) =>
-  startProc({ name, script, args: [`--config=${routerConfig(up, 'kv_cache_aware', false, { tokenizer_dir: dir, tokenizer_cache_mb: mb })}`], cpus: PROXY_CPU, logDir, execArgv: profileArgs(name), timeoutMs: TOKENIZER_BOOT_MS });
+/** kv_cache_aware with a model's own tokenizer and a piece cache of `mb` MB (unset: its default size), from `script` (this tree's router or REF's). */
+const tokenizingRouter = (name: string, script: string, dir: string, mb?: number): Starter => (up) =>
+  startProc({ name, script, args: [`--config=${routerConfig(up, 'kv_cache_aware', false, { tokenizer_dir: dir, ...(mb === undefined ? {} : { tokenizer_cache_mb: mb }) })}`], cpus: PROXY_CPU, logDir, execArgv: profileArgs(name), timeoutMs: TOKENIZER_BOOT_MS });
+starters['router-kv-text'] = tokenizingRouter('router-kv-text', bin('procs/router.js'), QWEN3_TOKENIZER_DIR);
+starters['router-kv-text-nocache'] = tokenizingRouter('router-kv-text-nocache', bin('procs/router.js'), QWEN3_TOKENIZER_DIR, 0);
 for (const [model, dir] of [['qwen3', QWEN3_TOKENIZER_DIR], ['llama3', LLAMA3_TOKENIZER_DIR]]) {
   for (const [suffix, mb] of [['cache', CHAT_CACHE_MB], ['nocache', 0]] as const) {
     const name = `router-kv-${model}-${suffix}`;
@@ -164,9 +162,7 @@ const abBin = (p: string): string => join(root, 'dist-bench/ab/test/bench', p);
 starters['router-ab'] = (up) => startProc({ name: 'router-ab', script: abBin('procs/router.js'), args: [`--config=${routerConfig(up, 'round_robin')}`], cpus: PROXY_CPU, logDir });
 starters['router-kv-ab'] = (up) => startProc({ name: 'router-kv-ab', script: abBin('procs/router.js'), args: [`--config=${routerConfig(up, 'kv_cache_aware')}`], cpus: PROXY_CPU, logDir });
 starters['router-kv-qwen3-cache-ab'] = tokenizingRouter('router-kv-qwen3-cache-ab', abBin('procs/router.js'), QWEN3_TOKENIZER_DIR, CHAT_CACHE_MB);
-// As router-kv-text (the piece cache at its default size), from REF's build.
-starters['router-kv-text-ab'] = (up) =>
-  startProc({ name: 'router-kv-text-ab', script: abBin('procs/router.js'), args: [`--config=${routerConfig(up, 'kv_cache_aware', false, { tokenizer_dir: QWEN3_TOKENIZER_DIR })}`], cpus: PROXY_CPU, logDir, timeoutMs: TOKENIZER_BOOT_MS });
+starters['router-kv-text-ab'] = tokenizingRouter('router-kv-text-ab', abBin('procs/router.js'), QWEN3_TOKENIZER_DIR);
 
 const ABLATION_SETS = ['hooks', 'als', 'metrics', 'events', 'enhancers', 'hooks,events,enhancers'];
 /** The router under `policy` with the ablations `list` (router-ablations.ts) applied. */

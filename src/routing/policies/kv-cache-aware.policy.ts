@@ -1,7 +1,7 @@
 import { Inject, Logger, Optional } from '@nestjs/common';
 import { z } from 'zod';
 import { trtllmEnv } from '../../config';
-import { BlockHashCache, blockKeyScope, cacheSaltIdOf, DEFAULT_MIN_POLL_GAP_MS, KvEventPoller, paddedTokens, TokensPerBlock, workerTokensPerBlock, type BlockKey } from '../../kv-cache';
+import { BlockHashCache, blockKeyScope, cacheSaltIdOf, DEFAULT_MIN_POLL_GAP_MS, KvEventPoller, MAX_MIN_POLL_GAP_MS, paddedTokens, TokensPerBlock, workerTokensPerBlock, type BlockKey } from '../../kv-cache';
 import type { ServerState } from '../../servers';
 import { PromptTokenizer } from '../../tokenizer';
 import { BaseRouter } from '../base-router';
@@ -41,7 +41,7 @@ export const kvCacheAwareArgs = z.strictObject({
   kv_events_poll_interval_s: z.number().nonnegative().default(0),
   kv_events_timeout_s: z.number().positive().default(5),
   /** Finishes within this long of a server's last poll start share its next one (0: the follow-up at once, as TensorRT-LLM 39ff08ab). */
-  kv_events_min_poll_gap_s: z.number().nonnegative().max(60).default(DEFAULT_MIN_POLL_GAP_MS / 1000),
+  kv_events_min_poll_gap_s: z.number().nonnegative().max(MAX_MIN_POLL_GAP_MS / 1000).default(DEFAULT_MIN_POLL_GAP_MS / 1000),
 });
 export type KvCacheAwareArgs = z.output<typeof kvCacheAwareArgs>;
 
