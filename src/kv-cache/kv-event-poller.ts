@@ -156,8 +156,9 @@ export class KvEventPoller implements OnModuleDestroy {
       if (!events.length) return { ok: true, applied: 0 };
     } catch (err) {
       if (err instanceof AnswerTooLargeError) return this.lostDrain(serverUrl, err);
-      // Outside the session's lifetime there is nothing to poll with; not a worker fault.
-      if (!(err instanceof HttpSessionClosedError)) {
+      // Outside the session's lifetime there is nothing to poll with, and a poll the app's
+      // shutdown cut off (the session aborts in-flight calls after this room closed): not a worker fault.
+      if (!(err instanceof HttpSessionClosedError) && !this.closed) {
         this.metrics?.kvPollError(serverUrl);
         this.logger.warn(`failed to poll KV cache events from ${serverUrl}: ${(err as Error).message}`);
       }

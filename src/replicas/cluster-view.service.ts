@@ -42,6 +42,7 @@ export class ClusterView implements ClusterAdminView, OnModuleInit {
     gauge('event_lag_messages', 'KV event messages on the stream this replica has not applied yet', () => this.stream.pending);
     gauge('load_age_seconds', 'p99 age of the other replicas\' load reports on receipt', () => this.load.ageStats().p99_ms / 1000);
     gauge('bus_outages', 'Times the bus was lost since start', () => this.bus.outages);
+    gauge('bus_retries', 'Bus work (a resynchronisation, a watch) that failed with the bus up and was tried again', () => this.bus.retries);
   }
 
   summary(): Record<string, unknown> {
@@ -60,7 +61,7 @@ export class ClusterView implements ClusterAdminView, OnModuleInit {
     return {
       enabled: true,
       replica_id: me,
-      bus: { url: this.bus.cluster.bus, state: this.bus.state, since: new Date(this.bus.since).toISOString(), outages: this.bus.outages, resyncs: this.sync.resyncs },
+      bus: { url: this.bus.cluster.bus, state: this.bus.state, since: new Date(this.bus.since).toISOString(), outages: this.bus.outages, resyncs: this.sync.resyncs, retries: this.bus.retries },
       replicas: [
         { replica: me, self: true, owned_workers: this.leases.ownedUrls().length },
         ...this.load.peerView().map((p) => ({ ...p, self: false })),

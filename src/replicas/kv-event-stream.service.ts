@@ -59,7 +59,7 @@ export class KvEventStream implements KvEventPublisher, OnModuleDestroy {
     private readonly positions: WorkerPositions,
     private readonly snapshots: KvSnapshots,
   ) {
-    this.reader = new WatchSlot(bus);
+    this.reader = new WatchSlot(bus, 'the event stream reader');
   }
 
   publish(serverUrl: string, events: readonly KvCacheEvent[], restarted: boolean): void {
@@ -144,7 +144,11 @@ export class KvEventStream implements KvEventPublisher, OnModuleDestroy {
     }
   }
 
-  /** (Re)starts reading the stream after `afterSeq` (this replica's position by default). */
+  /**
+   * (Re)starts reading the stream after `afterSeq` (this replica's position by default).
+   * Throws when the bus is up but did not answer (the caller tries again); with the bus down it
+   * reads nothing, and the next 'up' starts it.
+   */
   async start(afterSeq = this.lastSeq): Promise<void> {
     await this.stop();
     const js = this.bus.js;
@@ -166,7 +170,7 @@ export class KvEventStream implements KvEventPublisher, OnModuleDestroy {
       this.lastSeq = afterSeq;
       this.reading = this.read(messages);
     } catch (err) {
-      if (this.bus.connected) this.logger.warn(`cannot read the event stream: ${(err as Error).message}`);
+      if (this.bus.connected) throw new Error(`cannot read the event stream: ${(err as Error).message}`);
     }
   }
 

@@ -68,7 +68,7 @@ export class KvSnapshots implements OnModuleDestroy {
     private readonly applier: KvEventApplier,
     private readonly positions: WorkerPositions,
   ) {
-    this.watching = new WatchSlot(bus);
+    this.watching = new WatchSlot(bus, 'the snapshot watch');
   }
 
   /** Adopts every stored snapshot ahead of this replica's view; the lowest stream sequence they cover (undefined: none). */
@@ -105,23 +105,19 @@ export class KvSnapshots implements OnModuleDestroy {
     }
   }
 
-  /** Follows snapshots other replicas write (one ahead of our view means we missed events). */
+  /** Follows snapshots other replicas write (one ahead of our view means we missed events); see WatchSlot.follow. */
   async watch(): Promise<void> {
     const kv = this.bus.snapshots;
     if (!kv) return;
-    try {
-      await this.watching.follow(
-        () => kv.watch({ key: MANIFESTS }),
-        async (entry) => {
-          const manifest = parseManifest(entry);
-          if (!manifest || manifest.replica === this.bus.replicaId || !this.isAheadOfMine(manifest)) return;
-          const snap = await this.read(kv, entry);
-          if (snap) this.adopt(snap);
-        },
-      );
-    } catch (err) {
-      if (this.bus.connected) this.logger.warn(`snapshot watch ended: ${(err as Error).message}`);
-    }
+    await this.watching.follow(
+      () => kv.watch({ key: MANIFESTS }),
+      async (entry) => {
+        const manifest = parseManifest(entry);
+        if (!manifest || manifest.replica === this.bus.replicaId || !this.isAheadOfMine(manifest)) return;
+        const snap = await this.read(kv, entry);
+        if (snap) this.adopt(snap);
+      },
+    );
   }
 
   /** Whether this replica is writing the worker's snapshot (a lease hand-back waits for it). */

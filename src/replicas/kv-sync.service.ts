@@ -1,6 +1,7 @@
 import { Injectable, Logger, type OnModuleDestroy, type OnModuleInit } from '@nestjs/common';
 import { KvEventPoller } from '../kv-cache';
 import { ServerRegistry, type ServerState } from '../servers';
+import { BusRetry } from './bus-retry';
 import { KvEventStream } from './kv-event-stream.service';
 import { KvSnapshots } from './kv-snapshots.service';
 import { PollLeases } from './poll-leases.service';
@@ -12,8 +13,10 @@ const KV_EVENTS_TIMEOUT_MS = 5_000;
  * Keeps this replica's KV view in step with the cluster. On every bus (re)connection, in
  * order: hand the others what it polled while the bus was away (a snapshot), adopt the
  * snapshots newer than its tables, then read the stream from where it stopped (or from the
- * oldest snapshot on first start). Meanwhile it polls the workers it owns on
- * `poll_interval_ms` and writes their snapshots on `snapshot_interval_s`.
+ * oldest snapshot on first start). A resynchronisation that fails while the bus stays up
+ * (it stalled right after the connection) is tried again until it succeeds: no later 'up'
+ * would come to redo it. Meanwhile it polls the workers it owns on `poll_interval_ms` and
+ * writes their snapshots on `snapshot_interval_s`.
  */
 @Injectable()
 export class KvSync implements OnModuleInit, OnModuleDestroy {
@@ -22,6 +25,9 @@ export class KvSync implements OnModuleInit, OnModuleDestroy {
   private snapshotTimer?: NodeJS.Timeout;
   private started = false;
   private syncing?: Promise<void>;
+  /** Bumped by every 'up', 'down' and shutdown: an older resynchronisation stops retrying. */
+  private syncRun = 0;
+  private readonly syncRetry: BusRetry;
   /** Resynchronisations done after an outage. */
   resyncs = 0;
 
@@ -32,13 +38,18 @@ export class KvSync implements OnModuleInit, OnModuleDestroy {
     private readonly stream: KvEventStream,
     private readonly snapshots: KvSnapshots,
     private readonly poller: KvEventPoller,
-  ) {}
+  ) {
+    this.syncRetry = new BusRetry(bus, 'resynchronisation');
+  }
 
   onModuleInit(): void {
     this.bus.on('up', () => {
-      this.syncing = this.resync().catch((err: Error) => this.logger.warn(`resynchronisation failed: ${err.message}`));
+      this.syncing = this.resyncUntilDone();
     });
-    this.bus.on('down', () => void this.stream.stop());
+    this.bus.on('down', () => {
+      this.endResync();
+      void this.stream.stop();
+    });
     this.pollTimer = setInterval(() => this.pollOwned(), this.bus.cluster.poll_interval_ms);
     this.pollTimer.unref();
     this.snapshotTimer = setInterval(() => void this.writeSnapshots(false), this.bus.cluster.snapshot_interval_s * 1000);
@@ -52,27 +63,55 @@ export class KvSync implements OnModuleInit, OnModuleDestroy {
     this.leases.busyWith = (url) => this.poller.isPolling(url) || this.stream.publishing(url) || this.snapshots.writing(url);
   }
 
+  /** Resynchronises; after a failure, again once its pause is over, while the bus stays up and no newer 'up' took over. */
+  private async resyncUntilDone(): Promise<void> {
+    this.endResync();
+    const run = this.syncRun;
+    for (;;) {
+      try {
+        await this.resync();
+        this.syncRetry.succeeded();
+        return;
+      } catch (err) {
+        if (run !== this.syncRun || !this.bus.connected) return;
+        if (!(await this.syncRetry.failed(err)) || run !== this.syncRun) return;
+      }
+    }
+  }
+
+  private endResync(): void {
+    this.syncRun++;
+    this.syncRetry.cancel();
+  }
+
+  /** Counted as done (first start, or a resync after an outage) only once every step succeeded. */
   private async resync(): Promise<void> {
     const first = !this.started;
-    this.started = true;
-    if (!first) {
-      this.resyncs++;
-      await this.handOverOutagePolls();
-    }
+    if (!first) await this.handOverOutagePolls();
     const lowest = await this.snapshots.loadAll();
     if (first) await this.stream.start(lowest ?? 0);
     else await this.stream.start(this.stream.lastSeq);
     void this.snapshots.watch();
+    this.started = true;
+    if (!first) this.resyncs++;
   }
 
-  /** Snapshots of the workers this replica polled during the outage, where it knows more than the bucket. */
+  /**
+   * Snapshots of the workers this replica polled during the outage, where it knows more than
+   * the bucket. A write that fails keeps its worker listed, and the resynchronisation fails:
+   * its retry hands it over again.
+   */
   private async handOverOutagePolls(): Promise<void> {
     const urls = [...this.stream.unpublished];
     this.stream.unpublished.clear();
+    const unwritten: string[] = [];
     for (const url of urls) {
       const server = this.registry.list().find((s) => s.url === url);
-      if (server && (await this.snapshots.aheadOfStored(url))) await this.snapshots.write(server, this.stream.lastSeq, true);
+      if (!server || !(await this.snapshots.aheadOfStored(url))) continue;
+      if (!(await this.snapshots.write(server, this.stream.lastSeq, true))) unwritten.push(url);
     }
+    for (const url of unwritten) this.stream.unpublished.add(url);
+    if (unwritten.length) throw new Error(`the hand-over snapshot of ${unwritten.join(', ')} was not written`);
   }
 
   private pollOwned(): void {
@@ -98,6 +137,7 @@ export class KvSync implements OnModuleInit, OnModuleDestroy {
   }
 
   onModuleDestroy(): void {
+    this.endResync();
     if (this.pollTimer) clearInterval(this.pollTimer);
     if (this.snapshotTimer) clearInterval(this.snapshotTimer);
   }

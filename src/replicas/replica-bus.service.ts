@@ -62,6 +62,8 @@ export class ReplicaBus extends EventEmitter<BusEvents> implements OnModuleInit,
   since = Date.now();
   /** Outages seen since start. */
   outages = 0;
+  /** Bus work that failed while connected and was tried again (see retried()). */
+  retries = 0;
   nc?: NatsConnection;
   js?: JetStreamClient;
   jsm?: JetStreamManager;
@@ -201,6 +203,23 @@ export class ReplicaBus extends EventEmitter<BusEvents> implements OnModuleInit,
     const grace = new Promise<void>((resolve) => (timer = setTimeout(resolve, SHUTDOWN_GRACE_MS)));
     await Promise.race([Promise.allSettled([...this.underWay]), grace]);
     clearTimeout(timer);
+  }
+
+  /**
+   * Bus work that must get done while the bus is up (a resynchronisation, a watch) failed
+   * and is tried again after `pauseMs`: counted, and logged as a warning for the first
+   * failure in a row only (a stalled bus would otherwise log every pause).
+   */
+  retried(what: string, err: unknown, streak: number, pauseMs: number): void {
+    this.retries++;
+    const line = `${what} failed: ${err instanceof Error ? err.message : String(err)}; trying again in ${pauseMs} ms`;
+    if (streak === 0) this.logger.warn(line);
+    else this.logger.debug(line);
+  }
+
+  /** The work that retried() reported succeeded after `failures` failures in a row. */
+  recovered(what: string, failures: number): void {
+    if (failures) this.logger.log(`${what} succeeded after ${failures} failed attempt${failures === 1 ? '' : 's'}`);
   }
 
   /** Runs a bus call; false (never a throw) when the bus is down or the call fails. */

@@ -1,4 +1,4 @@
-import { Injectable, Logger, type OnModuleDestroy, type OnModuleInit } from '@nestjs/common';
+import { Injectable, type OnModuleDestroy, type OnModuleInit } from '@nestjs/common';
 import type { KvWatchEntry } from '@nats-io/kv';
 import { normalizeServerUrl } from '../config';
 import { ServerRegistry } from '../servers';
@@ -31,7 +31,6 @@ const AGE_SAMPLES = 512;
  */
 @Injectable()
 export class SharedLoad implements OnModuleInit, OnModuleDestroy {
-  private readonly logger = new Logger('SharedLoad');
   private readonly peers = new Map<string, Peer>();
   /** The replicas alive when the bus was lost: the membership the outage share is computed on. */
   private frozen?: string[];
@@ -51,7 +50,7 @@ export class SharedLoad implements OnModuleInit, OnModuleDestroy {
     private readonly bus: ReplicaBus,
     private readonly registry: ServerRegistry,
   ) {
-    this.watching = new WatchSlot(bus);
+    this.watching = new WatchSlot(bus, 'the load watch');
   }
 
   onModuleInit(): void {
@@ -117,12 +116,7 @@ export class SharedLoad implements OnModuleInit, OnModuleDestroy {
 
   private async watch(): Promise<void> {
     const kv = this.bus.load;
-    if (!kv) return;
-    try {
-      await this.watching.follow(() => kv.watch({ key: '>' }), (entry) => this.onEntry(entry));
-    } catch (err) {
-      if (this.bus.connected) this.logger.warn(`load watch ended: ${(err as Error).message}`);
-    }
+    if (kv) await this.watching.follow(() => kv.watch({ key: '>' }), (entry) => this.onEntry(entry));
   }
 
   private onEntry(entry: KvWatchEntry): void {

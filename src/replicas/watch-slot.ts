@@ -1,3 +1,4 @@
+import { BusRetry } from './bus-retry';
 import type { ReplicaBus } from './replica-bus.service';
 
 /** What a KV watch or a stream consumer gives back: entries until stopped. */
@@ -13,12 +14,20 @@ export interface StoppableIterator<E> extends AsyncIterable<E> {
 export class WatchSlot {
   private generation = 0;
   private current?: StoppableIterator<unknown>;
+  /** Bumped by every follow() and stop(): an older follow loop ends at its next turn. */
+  private following = 0;
+  private readonly retry: BusRetry;
 
-  constructor(private readonly bus: ReplicaBus) {}
+  constructor(
+    private readonly bus: ReplicaBus,
+    what = 'bus watch',
+  ) {
+    this.retry = new BusRetry(bus, what);
+  }
 
   /** Opens the iterator through the bus; undefined (and stopped) when the slot moved on meanwhile. */
   async open<I extends StoppableIterator<unknown>>(open: () => Promise<I>): Promise<I | undefined> {
-    this.stop();
+    this.close();
     const generation = this.generation;
     const iterator = await this.bus.call(open);
     if (generation !== this.generation) {
@@ -29,14 +38,39 @@ export class WatchSlot {
     return iterator;
   }
 
-  /** Opens the watch and hands every entry to `onEntry` until it stops. */
+  /**
+   * Opens the watch and hands every entry to `onEntry` until stopped. While the bus is up, a
+   * watch that could not be opened (the bus stalled right after a reconnection) or that ended
+   * unasked is opened again after a pause (BusRetry); while it is down, the owner opens it
+   * again on the bus's next 'up'. Never throws.
+   */
   async follow<E>(open: () => Promise<StoppableIterator<E>>, onEntry: (entry: E) => unknown): Promise<void> {
-    const iterator = await this.open(open);
-    if (!iterator) return;
-    for await (const entry of iterator) await onEntry(entry);
+    const mine = ++this.following;
+    this.retry.cancel();
+    for (;;) {
+      let failure: unknown = new Error('the watch ended');
+      try {
+        const iterator = await this.open(open);
+        if (!iterator) return;
+        for await (const entry of iterator) {
+          this.retry.succeeded();
+          await onEntry(entry);
+        }
+      } catch (err) {
+        failure = err;
+      }
+      if (mine !== this.following || !this.bus.connected) return;
+      if (!(await this.retry.failed(failure)) || mine !== this.following) return;
+    }
   }
 
   stop(): void {
+    this.following++;
+    this.retry.cancel();
+    this.close();
+  }
+
+  private close(): void {
     this.generation++;
     this.current?.stop();
     this.current = undefined;

@@ -59,7 +59,7 @@ export async function clusterAdmin(r: RunningRouter): Promise<ClusterDetail> {
 export interface ClusterDetail {
   enabled: boolean;
   replica_id: string;
-  bus: { state: string; resyncs: number; outages: number };
+  bus: { state: string; resyncs: number; outages: number; retries: number };
   replicas: { replica: string; self: boolean }[];
   workers: { url: string; owner: string | null }[];
   stream: { last_seq: number; lag: number; received: number; gaps: number; workers_with_gaps: string[] };
