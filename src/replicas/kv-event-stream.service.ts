@@ -1,5 +1,5 @@
 import { Injectable, Logger, type OnModuleDestroy } from '@nestjs/common';
-import type { ConsumerMessages, JetStreamClient, JsMsg } from '@nats-io/jetstream';
+import type { JetStreamClient, JsMsg } from '@nats-io/jetstream';
 import { headers as natsHeaders, type MsgHdrs } from '@nats-io/nats-core';
 import { normalizeServerUrl } from '../config';
 import { KvEventApplier, parseKvEventsFast, type KvCacheEvent, type KvEventPublisher } from '../kv-cache';
@@ -145,48 +145,40 @@ export class KvEventStream implements KvEventPublisher, OnModuleDestroy {
   }
 
   /**
-   * (Re)starts reading the stream after `afterSeq` (this replica's position by default).
-   * Throws when the bus is up but did not answer (the caller tries again); with the bus down it
+   * (Re)starts reading the stream after `afterSeq` (this replica's position by default). The
+   * reader is a WatchSlot follow: opened again from where it stopped, after a pause, when the
+   * bus is up but did not answer (a stall) or the reader ended unasked; with the bus down it
    * reads nothing, and the next 'up' starts it.
    */
   async start(afterSeq = this.lastSeq): Promise<void> {
     await this.stop();
     const js = this.bus.js;
     if (!js || !this.bus.connected) return;
-    try {
-      const messages = await this.reader.open(async () => {
+    let from = afterSeq;
+    this.reading = this.reader.follow(
+      async () => {
         // A server that lost its store numbers the re-created stream from 1 again.
         const info = await this.bus.jsm?.streams.info(this.bus.names.eventStream);
-        if (info && info.state.last_seq < afterSeq) {
+        if (info && info.state.last_seq < from) {
           this.logger.warn(`the event stream restarted at sequence ${info.state.last_seq}: reading it from its start`);
           this.positions.resetStreamSeqs();
-          afterSeq = 0;
+          from = 0;
         }
         // An ordered consumer: in order, no acks, re-created by the client when it falls out.
-        const consumer = await js.consumers.get(this.bus.names.eventStream, { opt_start_seq: afterSeq + 1 });
-        return consumer.consume();
-      });
-      if (!messages) return;
-      this.lastSeq = afterSeq;
-      this.reading = this.read(messages);
-    } catch (err) {
-      if (this.bus.connected) throw new Error(`cannot read the event stream: ${(err as Error).message}`);
-    }
-  }
-
-  private async read(messages: ConsumerMessages): Promise<void> {
-    try {
-      for await (const m of messages) {
+        const consumer = await js.consumers.get(this.bus.names.eventStream, { opt_start_seq: from + 1 });
+        const messages = await consumer.consume();
+        this.lastSeq = from;
+        return messages;
+      },
+      async (m) => {
         const gap = this.onMessage(m);
         // Before the next message: the snapshot must replace the tables before later events land on them.
         if (gap) await this.snapshots.repair(gap);
-        this.lastSeq = m.seq;
+        this.lastSeq = from = m.seq;
         this.pending = m.info.pending;
         this.received++;
-      }
-    } catch (err) {
-      if (this.bus.connected) this.logger.warn(`event stream reading ended: ${(err as Error).message}`);
-    }
+      },
+    );
   }
 
   /** Applies another replica's message; returns the worker's URL when its events showed a gap. */

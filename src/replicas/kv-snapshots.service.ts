@@ -95,14 +95,24 @@ export class KvSnapshots implements OnModuleDestroy {
    * reads on, so no later message is applied before the snapshot replaces the tables.
    */
   async repair(url: string): Promise<void> {
-    const kv = this.bus.snapshots;
-    if (!kv || !this.positions.hasGap(url)) return;
+    if (!this.positions.hasGap(url)) return;
     try {
-      const snap = await this.readLatest(kv, manifestKey(url));
-      if (snap) this.adopt(snap);
+      await this.adoptStored(url);
     } catch (err) {
       this.logger.debug(`snapshot of ${url} not read for a gap: ${(err as Error).message}`);
     }
+  }
+
+  /**
+   * Adopts the worker's stored snapshot when it is ahead of this replica's view. For a worker
+   * registered after the last resynchronisation (admin API, discovery): the watch brings only
+   * the snapshots written from now on. Throws when the bus did not answer.
+   */
+  async adoptStored(url: string): Promise<void> {
+    const kv = this.bus.snapshots;
+    if (!kv) return;
+    const snap = await this.readLatest(kv, manifestKey(url));
+    if (snap) this.adopt(snap);
   }
 
   /** Follows snapshots other replicas write (one ahead of our view means we missed events); see WatchSlot.follow. */

@@ -25,6 +25,9 @@ export class KvSync implements OnModuleInit, OnModuleDestroy {
   private snapshotTimer?: NodeJS.Timeout;
   private started = false;
   private syncing?: Promise<void>;
+  /** Snapshot reads of workers registered while the bus is up, waiting out a retry pause. */
+  private readonly addedRetries = new Set<BusRetry>();
+  private unsubscribeServers?: () => void;
   /** Bumped by every 'up', 'down' and shutdown: an older resynchronisation stops retrying. */
   private syncRun = 0;
   private readonly syncRetry: BusRetry;
@@ -49,6 +52,10 @@ export class KvSync implements OnModuleInit, OnModuleDestroy {
     this.bus.on('down', () => {
       this.endResync();
       void this.stream.stop();
+    });
+    // Registered after the resynchronisation read the snapshots (or during it): read its own.
+    this.unsubscribeServers = this.registry.onEvent((event) => {
+      if (event.type === 'added' && this.bus.connected) void this.adoptAdded(event.server.url);
     });
     this.pollTimer = setInterval(() => this.pollOwned(), this.bus.cluster.poll_interval_ms);
     this.pollTimer.unref();
@@ -96,6 +103,26 @@ export class KvSync implements OnModuleInit, OnModuleDestroy {
     if (!first) this.resyncs++;
   }
 
+  /** The stored snapshot of a worker registered while the bus is up; read again after a pause while the bus stays up and the worker registered. */
+  private async adoptAdded(url: string): Promise<void> {
+    const retry = new BusRetry(this.bus, `the snapshot read of the added worker ${url}`);
+    this.addedRetries.add(retry);
+    try {
+      for (;;) {
+        try {
+          await this.snapshots.adoptStored(url);
+          retry.succeeded();
+          return;
+        } catch (err) {
+          if (!this.bus.connected || !this.registry.list().some((s) => s.url === url)) return;
+          if (!(await retry.failed(err))) return;
+        }
+      }
+    } finally {
+      this.addedRetries.delete(retry);
+    }
+  }
+
   /**
    * Snapshots of the workers this replica polled during the outage, where it knows more than
    * the bucket. A write that fails keeps its worker listed, and the resynchronisation fails:
@@ -138,6 +165,8 @@ export class KvSync implements OnModuleInit, OnModuleDestroy {
 
   onModuleDestroy(): void {
     this.endResync();
+    this.unsubscribeServers?.();
+    for (const retry of this.addedRetries) retry.cancel();
     if (this.pollTimer) clearInterval(this.pollTimer);
     if (this.snapshotTimer) clearInterval(this.snapshotTimer);
   }

@@ -3,6 +3,7 @@ import type { KV } from '@nats-io/kv';
 import type { KvCacheEvent } from '../../../src/kv-cache';
 import { manifestKey as snapshotManifestKey } from '../../../src/replicas/kv-snapshots.service';
 import { ReplicaBus } from '../../../src/replicas/replica-bus.service';
+import { WorkerPositions } from '../../../src/replicas/worker-positions';
 import { FakeWorker, generationHandler } from '../../support/fake-worker';
 import { startNats, type NatsServer } from '../../support/nats-server';
 import { startRouter, waitFor } from '../../support/router-app';
@@ -15,8 +16,8 @@ export interface ScriptedWorkerReplicas {
   readonly replicas: Replica[];
   /** What the worker's next `/kv_cache_events` answers, in order (then `[]`). */
   readonly drains: string[];
-  /** Starts one more replica (fast leases, polls and snapshots). */
-  start(id: string): Promise<Replica>;
+  /** Starts one more replica (fast leases, polls and snapshots); `urls`: its generation servers instead of the worker. */
+  start(id: string, opts?: { urls?: string[] }): Promise<Replica>;
   /** Whether the replica's confirmed table of the worker holds exactly these blocks. */
   holds(r: Replica, hashes: readonly bigint[]): boolean;
   /** Waits until every drain was taken and every replica holds exactly these blocks. */
@@ -47,9 +48,9 @@ export function useScriptedWorkerReplicas(ids: readonly string[], cluster: { lea
     },
     replicas,
     drains,
-    async start(id) {
+    async start(id, { urls = [fixture.worker.url] } = {}) {
       const router = await startRouter({
-        generation_servers: { urls: [fixture.worker.url], router: { type: 'kv_cache_aware', tokenizer: 'bytes', tokens_per_block: 16 } },
+        generation_servers: { urls, router: { type: 'kv_cache_aware', tokenizer: 'bytes', tokens_per_block: 16 } },
         admin: { token: TOKEN },
         health: { interval_s: 0.2 },
         cluster: { bus: fixture.nats.url, replica_id: id, lease_ttl_s: 1, poll_interval_ms: 20, snapshot_interval_s: 0.2, load_interval_ms: 20, ...cluster },
@@ -62,7 +63,16 @@ export function useScriptedWorkerReplicas(ids: readonly string[], cluster: { lea
       const table = confirmed(r.app, fixture.worker.url);
       return table.size === hashes.length && hashes.every((h) => table.has(h));
     },
-    allHold: (hashes, what) => waitFor(() => drains.length === 0 && replicas.every((r) => fixture.holds(r, hashes)), 15_000, what),
+    async allHold(hashes, what) {
+      try {
+        await waitFor(() => drains.length === 0 && replicas.every((r) => fixture.holds(r, hashes)), 15_000, what);
+      } catch (err) {
+        // What each replica holds instead, for a failure seen only on a loaded machine.
+        const url = fixture.worker.url;
+        const views = replicas.map((r) => `${r.id}: [${[...confirmed(r.app, url)].join(', ')}] epoch ${r.app.get(WorkerPositions).epoch(url)}${r.app.get(WorkerPositions).hasGap(url) ? ' (gap)' : ''}`);
+        throw new Error(`${(err as Error).message} (${drains.length} drains not taken; ${views.join('; ')})`);
+      }
+    },
     async storedManifest() {
       const entry = await bucket().get(manifestKey());
       return entry?.operation === 'PUT' ? entry.json<{ epoch?: number; last_event_id: number }>() : undefined;
