@@ -22,6 +22,22 @@ export class BusRetry {
     private readonly what: string,
   ) {}
 
+  /**
+   * Runs `work` until it succeeds: after a failure, again once the pause is over, as long as
+   * `goOn()` holds (asked after the failure and after the pause). Never throws.
+   */
+  async untilDone(work: () => Promise<unknown>, goOn: () => boolean): Promise<void> {
+    for (;;) {
+      try {
+        await work();
+        this.succeeded();
+        return;
+      } catch (err) {
+        if (!goOn() || !(await this.failed(err)) || !goOn()) return;
+      }
+    }
+  }
+
   /** The work succeeded: the next failure pauses BUS_RETRY_FIRST_MS again. */
   succeeded(): void {
     if (!this.failures) return;

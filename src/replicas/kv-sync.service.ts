@@ -1,4 +1,4 @@
-import { Injectable, Logger, type OnModuleDestroy, type OnModuleInit } from '@nestjs/common';
+import { Injectable, type OnModuleDestroy, type OnModuleInit } from '@nestjs/common';
 import { KvEventPoller } from '../kv-cache';
 import { ServerRegistry, type ServerState } from '../servers';
 import { BusRetry } from './bus-retry';
@@ -20,7 +20,6 @@ const KV_EVENTS_TIMEOUT_MS = 5_000;
  */
 @Injectable()
 export class KvSync implements OnModuleInit, OnModuleDestroy {
-  private readonly logger = new Logger('KvSync');
   private pollTimer?: NodeJS.Timeout;
   private snapshotTimer?: NodeJS.Timeout;
   private started = false;
@@ -74,16 +73,7 @@ export class KvSync implements OnModuleInit, OnModuleDestroy {
   private async resyncUntilDone(): Promise<void> {
     this.endResync();
     const run = this.syncRun;
-    for (;;) {
-      try {
-        await this.resync();
-        this.syncRetry.succeeded();
-        return;
-      } catch (err) {
-        if (run !== this.syncRun || !this.bus.connected) return;
-        if (!(await this.syncRetry.failed(err)) || run !== this.syncRun) return;
-      }
-    }
+    await this.syncRetry.untilDone(() => this.resync(), () => run === this.syncRun && this.bus.connected);
   }
 
   private endResync(): void {
@@ -107,20 +97,9 @@ export class KvSync implements OnModuleInit, OnModuleDestroy {
   private async adoptAdded(url: string): Promise<void> {
     const retry = new BusRetry(this.bus, `the snapshot read of the added worker ${url}`);
     this.addedRetries.add(retry);
-    try {
-      for (;;) {
-        try {
-          await this.snapshots.adoptStored(url);
-          retry.succeeded();
-          return;
-        } catch (err) {
-          if (!this.bus.connected || !this.registry.list().some((s) => s.url === url)) return;
-          if (!(await retry.failed(err))) return;
-        }
-      }
-    } finally {
-      this.addedRetries.delete(retry);
-    }
+    const registered = (): boolean => this.registry.list().some((s) => s.url === url);
+    await retry.untilDone(() => this.snapshots.adoptStored(url), () => this.bus.connected && registered());
+    this.addedRetries.delete(retry);
   }
 
   /**

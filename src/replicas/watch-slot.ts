@@ -47,21 +47,18 @@ export class WatchSlot {
   async follow<E>(open: () => Promise<StoppableIterator<E>>, onEntry: (entry: E) => unknown): Promise<void> {
     const mine = ++this.following;
     this.retry.cancel();
-    for (;;) {
-      let failure: unknown = new Error('the watch ended');
-      try {
+    await this.retry.untilDone(
+      async () => {
         const iterator = await this.open(open);
-        if (!iterator) return;
-        for await (const entry of iterator) {
+        for await (const entry of iterator ?? []) {
           this.retry.succeeded();
           await onEntry(entry);
         }
-      } catch (err) {
-        failure = err;
-      }
-      if (mine !== this.following || !this.bus.connected) return;
-      if (!(await this.retry.failed(failure)) || mine !== this.following) return;
-    }
+        // Stopped, superseded or cut off by the bus going down: untilDone's goOn says which.
+        throw new Error('the watch ended');
+      },
+      () => mine === this.following && this.bus.connected,
+    );
   }
 
   stop(): void {
