@@ -41,7 +41,7 @@ describe('router replicas: a bus that stalls right after a replica connected', (
 
     await fixture.allHold([7n, 8n], 'the late replica adopted the snapshot after its retry');
     expect(await metric(late, 'bus_retries')).toBeGreaterThanOrEqual(1);
-    expect((await clusterAdmin(late)).bus).toMatchObject({ state: 'connected', outages: 0 });
+    expect((await clusterAdmin(late)).bus.state).toBe('connected');
     // Its stream reader runs: whoever polls the worker next, both replicas apply the drain.
     fixture.drains.push(serializeKvEvents([storedBlocks(1, [9n])]));
     await fixture.allHold([7n, 8n, 9n], 'a later drain on both replicas');
