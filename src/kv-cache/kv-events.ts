@@ -21,6 +21,7 @@ export interface KvUniqueToken {
 export interface KvStoredBlock {
   type: 'stored_block';
   block_hash: KvBlockHash;
+  /** Empty once parsed: the router never reads them (docs/protocol.md, "KV cache events"). */
   tokens: KvUniqueToken[];
   lora_id: number | null;
   cache_level: number;
@@ -132,7 +133,8 @@ function normalizeEvent(item: unknown, index: number): KvCacheEvent {
       out.parent_hash = data.parent_hash == null ? null : toBlockHash(data.parent_hash, index);
       out.blocks = blocks.map((b: unknown) => {
         if (!isRecord(b)) throw new KvEventParseError(`event ${index} has a block that is not an object`);
-        return { ...b, block_hash: toBlockHash(b.block_hash, index) };
+        // The router never reads a block's tokens: dropped, as the fast parser drops them.
+        return { ...b, block_hash: toBlockHash(b.block_hash, index), ...(Array.isArray(b.tokens) ? { tokens: [] } : {}) };
       });
       break;
     }

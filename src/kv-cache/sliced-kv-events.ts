@@ -7,7 +7,7 @@ import {
   parseKvEventsFast,
   parseQuoted,
   quoteDigits,
-  quoteHashes,
+  rewriteForParse,
   tryParseKvEventsFast,
 } from './fast-kv-events';
 import type { KvCacheEvent } from './kv-events';
@@ -282,7 +282,7 @@ function parseRun(run: string, cut: CutArray): boolean {
   const digitsOnly = cut.key === 'block_hashes' && DIGITS_ONLY.test(run);
   if (digitsOnly) cut.digitRuns++;
   else cut.otherRuns++;
-  const raw = parseQuoted(`[${digitsOnly ? quoteDigits(run) : quoteHashes(run)}]`);
+  const raw = parseQuoted(`[${digitsOnly ? quoteDigits(run) : rewriteForParse(run)}]`);
   if (!Array.isArray(raw)) return false;
   const values = cut.key === 'blocks' ? normalizeBlocks(raw) : normalizeHashes(raw);
   if (!values) return false;
@@ -293,7 +293,7 @@ function parseRun(run: string, cut: CutArray): boolean {
 /** The event whose text is `head`, the cut array, `tail`; undefined where the whole-text parser must decide. */
 function assembleCutEvent(head: string, tail: string, cut: CutArray): KvCacheEvent | undefined {
   if (cut.key === 'block_hashes' && cut.digitRuns > 0 && cut.otherRuns > 0) return undefined;
-  const item = parseQuoted(quoteHashes(`${head}${JSON.stringify(CUT_MARK)}${tail}`));
+  const item = parseQuoted(rewriteForParse(`${head}${JSON.stringify(CUT_MARK)}${tail}`));
   if (!isRecord(item)) return undefined;
   const data = isRecord(item.data) ? item.data : item;
   // The cut array must be the one the event's type reads (JSON.parse keeps a repeated key's last value).

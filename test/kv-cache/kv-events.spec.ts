@@ -42,8 +42,10 @@ describe('kv-events serializer and parser', () => {
     expect(BigInt(Math.round(JSON.parse(text)[1].data.blocks[0].block_hash))).not.toBe(BIG);
   });
 
-  it('round-trips events without losing bits', () => {
-    expect(parseKvEvents(serializeKvEvents(events))).toEqual(events);
+  it('round-trips events without losing bits, the blocks\' token lists dropped', () => {
+    const withoutTokens = structuredClone(events);
+    for (const b of (withoutTokens[1].data as KvStoredData).blocks) b.tokens = [];
+    expect(parseKvEvents(serializeKvEvents(events))).toEqual(withoutTokens);
   });
 
   it('turns every v1 hash into a bigint, small ones included, and keeps other numbers as numbers', () => {
