@@ -1,13 +1,23 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { blockHashChain } from '../../src/kv-cache/block-hash';
-import { KvRemovedData, KvStoredData, parseKvEvents } from '../../src/kv-cache/kv-events';
+import { KvRemovedData, KvStoredData, parseJsonWithBigInt, parseKvEvents } from '../../src/kv-cache/kv-events';
 import { SimWorker, startSimWorker } from '../../src/simulator';
 import { postJson, range } from './sim-test-helpers';
 
-async function drain(worker: SimWorker) {
+async function drainText(worker: SimWorker): Promise<string> {
   const res = await fetch(`${worker.url}/kv_cache_events`, { method: 'POST' });
   expect(res.status).toBe(200);
-  return parseKvEvents(await res.text());
+  return res.text();
+}
+
+async function drain(worker: SimWorker) {
+  return parseKvEvents(await drainText(worker));
+}
+
+/** The stored blocks' token lists as the worker wrote them (the router's parsers drop them). */
+function wireTokens(text: string, event: number): Array<Array<{ token_id: number }>> {
+  const raw = parseJsonWithBigInt(text) as Array<{ data: { blocks: Array<{ tokens: Array<{ token_id: number }> }> } }>;
+  return raw[event].data.blocks.map((b) => b.tokens);
 }
 
 describe('simulated worker: KV cache events', () => {
@@ -25,7 +35,8 @@ describe('simulated worker: KV cache events', () => {
   it('starts with a created event, then stored blocks whose hashes equal blockHashChain', async () => {
     const prompt = range(100, 170);
     await postJson(`${w.url}/v1/completions`, { prompt, max_tokens: 2 });
-    const events = await drain(w);
+    const text = await drainText(w);
+    const events = parseKvEvents(text);
     expect(events.map((e) => e.data.type)).toEqual(['created', 'stored']);
     expect(events[0]).toEqual({ event_id: 1, data: { type: 'created', num_blocks_per_cache_level: [4, 0] }, window_size: 128 });
     const stored = events[1].data as KvStoredData;
@@ -34,9 +45,10 @@ describe('simulated worker: KV cache events', () => {
     const expected = blockHashChain(prompt, 32);
     expect(expected).toEqual([12809241085271551977n, 6705859311431260313n, 9723244225814539085n]);
     expect(stored.blocks.map((b) => b.block_hash)).toEqual(expected);
-    expect(stored.blocks[0].tokens[0]).toEqual({ type: 'unique_token', token_id: 100, token_extra_id: 0 });
-    expect(stored.blocks.map((b) => b.tokens.length)).toEqual([32, 32, 5]);
-    expect(stored.blocks[2].tokens.at(-1)!.token_id).toBe(168);
+    const tokens = wireTokens(text, 1);
+    expect(tokens[0][0]).toEqual({ type: 'unique_token', token_id: 100, token_extra_id: 0 });
+    expect(tokens.map((t) => t.length)).toEqual([32, 32, 5]);
+    expect(tokens[2].at(-1)!.token_id).toBe(168);
   });
 
   it('empties the log on each drain', async () => {
