@@ -217,9 +217,9 @@ export class ReplicaBus extends EventEmitter<BusEvents> implements OnModuleInit,
     else this.logger.debug(line);
   }
 
-  /** The work that retried() reported succeeded after `failures` failures in a row. */
+  /** The work that retried() reported succeeded after `failures` (at least one) failures in a row. */
   recovered(what: string, failures: number): void {
-    if (failures) this.logger.log(`${what} succeeded after ${failures} failed attempt${failures === 1 ? '' : 's'}`);
+    this.logger.log(`${what} succeeded after ${failures} failed attempt${failures === 1 ? '' : 's'}`);
   }
 
   /** Runs a bus call; false (never a throw) when the bus is down or the call fails. */

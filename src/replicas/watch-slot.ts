@@ -20,7 +20,7 @@ export class WatchSlot {
 
   constructor(
     private readonly bus: ReplicaBus,
-    what = 'bus watch',
+    what: string,
   ) {
     this.retry = new BusRetry(bus, what);
   }

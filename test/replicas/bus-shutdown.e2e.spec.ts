@@ -58,7 +58,7 @@ describe('the replica bus closes after the bus calls under way', () => {
   it('a KV watch that opens after its slot was stopped is stopped at once and reads nothing', async () => {
     const { moduleRef, bus } = await startBus();
     const kv = bus.load!;
-    const slot = new WatchSlot(bus);
+    const slot = new WatchSlot(bus, 'the test watch');
     const release = gate();
     const seen: string[] = [];
     let stoppedByFollow = false;
@@ -87,7 +87,7 @@ describe('the replica bus closes after the bus calls under way', () => {
   it('a second watch on the slot stops the first', async () => {
     const { moduleRef, bus } = await startBus();
     const kv = bus.load!;
-    const slot = new WatchSlot(bus);
+    const slot = new WatchSlot(bus, 'the test watch');
     const first: string[] = [];
     const second: string[] = [];
     const firstDone = slot.follow(() => kv.watch({ key: '>' }), (e) => void first.push(e.key));

@@ -1,15 +1,10 @@
 import { describe, expect, it } from '@jest/globals';
 import { serializeKvEvents } from '../../src/kv-cache';
 import { ReplicaBus } from '../../src/replicas/replica-bus.service';
+import { sampleValue, scrape } from '../observability/prom-text';
 import { waitFor } from '../support/router-app';
-import { clusterAdmin, type Replica } from './support/replica-cluster';
+import { clusterAdmin } from './support/replica-cluster';
 import { storedBlocks, useScriptedWorkerReplicas } from './support/scripted-worker-replicas';
-
-const metric = async (r: Replica, name: string): Promise<number | undefined> => {
-  const text = await (await fetch(`${r.url}/metrics`)).text();
-  const line = text.split('\n').find((l) => l.startsWith(`disagg_router_cluster_${name} `));
-  return line === undefined ? undefined : Number(line.split(' ')[1]);
-};
 
 /**
  * The bus can stall right after a replica connected: its resynchronisation (snapshots, then
@@ -40,7 +35,7 @@ describe('router replicas: a bus that stalls right after a replica connected', (
     await fixture.nats.freeze(false);
 
     await fixture.allHold([7n, 8n], 'the late replica adopted the snapshot after its retry');
-    expect(await metric(late, 'bus_retries')).toBeGreaterThanOrEqual(1);
+    expect(sampleValue(await scrape(late.url), 'disagg_router_cluster_bus_retries')).toBeGreaterThanOrEqual(1);
     expect((await clusterAdmin(late)).bus.state).toBe('connected');
     // Its stream reader runs: whoever polls the worker next, both replicas apply the drain.
     fixture.drains.push(serializeKvEvents([storedBlocks(1, [9n])]));

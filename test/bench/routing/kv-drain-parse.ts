@@ -1,4 +1,5 @@
 import { parseKvEventsFast, parseKvEventsInSlices } from '../../../src/kv-cache';
+import { median } from '../lib/report';
 import { drainOf, promptDrainOf, timed } from './drain-timing';
 
 /**
@@ -26,7 +27,7 @@ function medianMs(work: () => unknown): number {
     work();
     times.push(performance.now() - started);
   }
-  return times.sort((a, b) => a - b)[Math.floor(times.length / 2)];
+  return median(times);
 }
 
 function promptDrains(): void {
