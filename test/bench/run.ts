@@ -14,7 +14,7 @@ import type { ProfileMode } from './lib/proc-child';
 import { TRANSPORTS } from './lib/transports';
 
 /**
- * `npm run bench [-- --only=main,latency,platform,transport,ablation,kv-ablation,tracing,perf,encoding,messages --seconds=4 --rounds=2
+ * `npm run bench [-- --only=main,latency,platform,transport,ablation,kv-ablation,chat-ablation,tracing,perf,encoding,messages --seconds=4 --rounds=2
  * --connections=32 --rate=1000 --warmup=8 --driver=autocannon --profile[=boot|alloc|survivors] --profile-targets=router-rr,bare
  * --proxy-node-flags='--trace-gc-nvp'
  * --ab=GIT_REF --upstream=sim --rows=2k,stream --concurrent]`
@@ -86,6 +86,11 @@ interface RowDef {
   vs?: Record<string, string>;
   /** Multi-turn chats (chat-workload.ts) of this many turns instead of `body`. */
   chatTurns?: number;
+  /**
+   * Chat rows: the warm-up before each point sends the whole workload the point then measures
+   * (the same conversations), not conversations of its own; for the memoized-tokenize ablation.
+   */
+  warmOnMeasured?: boolean;
 }
 
 interface TableDef {
@@ -147,8 +152,16 @@ const starters: Record<string, Starter> = {
   nginx: (up) => startNginx(up.ports[1], outDir, PROXY_CPU),
 };
 /** kv_cache_aware with a model's own tokenizer and a piece cache of `mb` MB (unset: its default size), from `script` (this tree's router or REF's). */
-const tokenizingRouter = (name: string, script: string, dir: string, mb?: number): Starter => (up) =>
-  startProc({ name, script, args: [`--config=${routerConfig(up, 'kv_cache_aware', false, { tokenizer_dir: dir, ...(mb === undefined ? {} : { tokenizer_cache_mb: mb }) })}`], cpus: PROXY_CPU, logDir, execArgv: profileArgs(name), timeoutMs: TOKENIZER_BOOT_MS });
+const tokenizingRouter = (name: string, script: string, dir: string, mb?: number, ablate?: string): Starter => (up) =>
+  startProc({
+    name,
+    script,
+    args: [`--config=${routerConfig(up, 'kv_cache_aware', false, { tokenizer_dir: dir, ...(mb === undefined ? {} : { tokenizer_cache_mb: mb }) })}`, ...(ablate ? [`--ablate=${ablate}`] : [])],
+    cpus: PROXY_CPU,
+    logDir,
+    execArgv: profileArgs(name),
+    timeoutMs: TOKENIZER_BOOT_MS,
+  });
 starters['router-kv-text'] = tokenizingRouter('router-kv-text', bin('procs/router.js'), QWEN3_TOKENIZER_DIR);
 starters['router-kv-text-nocache'] = tokenizingRouter('router-kv-text-nocache', bin('procs/router.js'), QWEN3_TOKENIZER_DIR, 0);
 for (const [model, dir] of [['qwen3', QWEN3_TOKENIZER_DIR], ['llama3', LLAMA3_TOKENIZER_DIR]]) {
@@ -172,6 +185,12 @@ for (const a of ABLATION_SETS) starters[`router-${a}`] = ablated('router', 'roun
 /** kv_cache_aware with one of its parts a no-op (the kv-ablation table). */
 const KV_ABLATION_SETS = ['kvpoll'];
 for (const a of KV_ABLATION_SETS) starters[`router-kv-${a}`] = ablated('router-kv', 'kv_cache_aware', a);
+/** The Qwen3 chat router with parts of its work made no-ops (the chat-ablation table). */
+const CHAT_ABLATION_SETS = ['tokenize', 'tokenize,kvpoll'];
+for (const a of CHAT_ABLATION_SETS) {
+  const name = `router-kv-qwen3-no-${a.replace(/,/g, '-')}`;
+  starters[name] = tokenizingRouter(name, bin('procs/router.js'), QWEN3_TOKENIZER_DIR, CHAT_CACHE_MB, a);
+}
 starters['router-kv-gap0'] = (up) =>
   startProc({ name: 'router-kv-gap0', script: bin('procs/router.js'), args: [`--config=${routerConfig(up, 'kv_cache_aware', false, { kv_events_min_poll_gap_s: 0 })}`], cpus: PROXY_CPU, logDir });
 for (const t of TRANSPORTS) {
@@ -343,6 +362,25 @@ function tables(): TableDef[] {
         ...KV_ABLATION_SETS.map((a) => ({ row: `kv_cache_aware without ${a}`, target: `router-kv-${a}`, body: tokens2k, stream: false, connections: c, vs: { bare: 'bare, 2k token ids', full: 'kv_cache_aware, full' } })),
       ],
     },
+    {
+      name: 'chat-ablation',
+      title: `Cost attribution on the multi-turn chats: kv_cache_aware (Qwen3, ${CHAT_CACHE_MB} MB piece cache) with one part made a no-op (tokenize: each turn's ids memoized after its first time), ${c} in flight`,
+      rows: [
+        { row: 'round_robin, chats', target: 'router-rr', body: '', stream: false, connections: c, path: CHAT_PATH, chatTurns: CHAT_WORKLOAD.turns },
+        { row: 'kv_cache_aware Qwen3, chats', target: 'router-kv-qwen3-cache', body: '', stream: false, connections: c, path: CHAT_PATH, chatTurns: CHAT_WORKLOAD.turns, vs: { rr: 'round_robin, chats' } },
+        ...CHAT_ABLATION_SETS.map((a) => ({
+          row: `kv_cache_aware Qwen3, chats, without ${a}`,
+          target: `router-kv-qwen3-no-${a.replace(/,/g, '-')}`,
+          body: '',
+          stream: false,
+          connections: c,
+          path: CHAT_PATH,
+          chatTurns: CHAT_WORKLOAD.turns,
+          vs: { rr: 'round_robin, chats', full: 'kv_cache_aware Qwen3, chats' },
+          warmOnMeasured: true,
+        })),
+      ],
+    },
   ];
   if (PROFILE) {
     const wanted = (args.get('profile-targets') ?? 'router-rr').split(',');
@@ -369,11 +407,11 @@ function rowMatches(row: string): boolean {
 let chatSeed = 1000;
 
 /** The workload of a chat row: fresh conversations every time (the shared system prompt stays). */
-function chatLoad(def: RowDef): { chat: { model: string; conversations: number; turns: number; seed: number } } | undefined {
+function chatLoad(def: RowDef, seed = chatSeed++): { chat: { model: string; conversations: number; turns: number; seed: number } } | undefined {
   if (!def.chatTurns) return undefined;
   // First-turn rows send as many requests as the multi-turn ones, each the start of a new conversation.
   const conversations = def.chatTurns === 1 ? CHAT_WORKLOAD.conversations * CHAT_WORKLOAD.turns : CHAT_WORKLOAD.conversations;
-  return { chat: { ...CHAT_WORKLOAD, conversations, turns: def.chatTurns, seed: chatSeed++ } };
+  return { chat: { ...CHAT_WORKLOAD, conversations, turns: def.chatTurns, seed } };
 }
 
 /** The tokenizer piece cache's token counters and size, from the router's own metrics. */
@@ -400,20 +438,29 @@ async function cpuOf(target: BenchProc | undefined): Promise<number | undefined>
   return s.cpuUserUs + s.cpuSystemUs;
 }
 
+/** The measured process' main-thread CPU (the event loop), from outside; undefined without /proc. */
+const mainThreadCpu = (target: BenchProc | undefined): number | undefined => (target?.pid !== undefined ? cpuFromOutsideUs(target.pid, true) : undefined);
+
 async function measure(def: RowDef, url: string, target: BenchProc | undefined, up: BenchProc): Promise<PointResult> {
   const chat = def.chatTurns !== undefined;
   const load = { url, body: def.body, connections: def.connections, rate: def.rate };
   const ctx = { workDir: outDir, autocannonScript: bin('procs/autocannon-driver.js'), pacedScript: bin('procs/paced-driver.js'), chatScript: bin('procs/chat-driver.js') };
   // Warm-up is closed loop: the JIT needs requests, not wall time.
-  await runLoad(driver, { ...load, ...chatLoad(def), rate: undefined, seconds: warmed.has(target) ? WARMUP_S : FIRST_WARMUP_S }, ctx);
+  const warmup = chatLoad(def);
+  await runLoad(driver, { ...load, ...warmup, rate: undefined, seconds: warmed.has(target) ? WARMUP_S : FIRST_WARMUP_S }, ctx);
   warmed.add(target);
+  // The measured conversations, sent whole once more first when the row asks (warmOnMeasured).
+  const measured = def.warmOnMeasured ? chatLoad(def) : undefined;
+  if (measured) await runLoad(driver, { ...load, ...measured, rate: undefined, seconds: 180 }, ctx);
   const profiling = PROFILE && args.get('profile') !== 'boot' && target?.profileStart !== undefined;
   if (profiling) target!.profileStart!(PROFILE_MODE);
   const port = target?.ports[0];
   const [cacheBefore, cpuBefore, upBefore] = await Promise.all([chat && port ? tokenizerCache(port) : undefined, cpuOf(target), up.stats()]);
+  const mainBefore = mainThreadCpu(target);
   // Chat rows run their whole workload (the same mix of turns for every row), time only as a bound.
-  const r = await runLoad(driver, { ...load, ...chatLoad(def), seconds: chat ? 180 : SECONDS }, ctx);
+  const r = await runLoad(driver, { ...load, ...(measured ?? chatLoad(def)), seconds: chat ? 180 : SECONDS }, ctx);
   const [cacheAfter, cpuAfter, upAfter, after] = await Promise.all([chat && port ? tokenizerCache(port) : undefined, cpuOf(target), up.stats(), target?.stats()]);
+  const mainAfter = mainThreadCpu(target);
   if (profiling) await target!.profileStop!(profileFile(def.row));
   const upCpu = upAfter.cpuUserUs + upAfter.cpuSystemUs - upBefore.cpuUserUs - upBefore.cpuSystemUs;
   const hit = cacheAfter && cacheBefore ? cacheAfter.hit - cacheBefore.hit : 0;
@@ -421,6 +468,7 @@ async function measure(def: RowDef, url: string, target: BenchProc | undefined, 
   return {
     ...r,
     cpuPerReqUs: cpuBefore !== undefined && cpuAfter !== undefined ? (cpuAfter - cpuBefore) / Math.max(1, r.requests) : null,
+    mainCpuPerReqUs: mainBefore !== undefined && mainAfter !== undefined ? (mainAfter - mainBefore) / Math.max(1, r.requests) : null,
     rssMb: after ? after.rssBytes / 2 ** 20 : null,
     upstreamCpuPerReqUs: upCpu / Math.max(1, r.requests),
     ...(hit + miss > 0 ? { cacheHitRatio: hit / (hit + miss), cacheMb: cacheAfter!.bytes / 2 ** 20 } : {}),
@@ -448,7 +496,7 @@ async function runTable(t: TableDef, up: BenchProc): Promise<RowResult[]> {
       const port = target ? target.ports[0] : up.ports[1];
       const p = await measure(def, `http://127.0.0.1:${port}${def.path ?? '/v1/completions'}`, target, up);
       points.get(def.row)!.push(p);
-      process.stdout.write(`  [${t.name} r${round + 1}] ${def.row}: ${p.rps.toFixed(0)} req/s p50 ${p.p50Ms.toFixed(2)} ms cpu/req ${p.cpuPerReqUs?.toFixed(0) ?? '-'} us${p.errors + p.non2xx ? ` ERRORS ${p.errors}/${p.non2xx}` : ''}\n`);
+      process.stdout.write(`  [${t.name} r${round + 1}] ${def.row}: ${p.rps.toFixed(0)} req/s p50 ${p.p50Ms.toFixed(2)} ms cpu/req ${p.cpuPerReqUs?.toFixed(0) ?? '-'} us (main thread ${p.mainCpuPerReqUs?.toFixed(0) ?? '-'})${p.errors + p.non2xx ? ` ERRORS ${p.errors}/${p.non2xx}` : ''}\n`);
     };
     for (let round = 0; round < ROUNDS; round++) {
       const order = round % 2 ? [...rows].reverse() : rows;
@@ -461,6 +509,7 @@ async function runTable(t: TableDef, up: BenchProc): Promise<RowResult[]> {
   const results: RowResult[] = rows.map((def) => {
     const ps = points.get(def.row)!;
     const cpus = ps.map((p) => p.cpuPerReqUs).filter((x): x is number => x !== null);
+    const mains = ps.map((p) => p.mainCpuPerReqUs).filter((x): x is number => x !== null);
     return {
       table: t.name,
       row: def.row,
@@ -471,6 +520,7 @@ async function runTable(t: TableDef, up: BenchProc): Promise<RowResult[]> {
       p50Ms: median(ps.map((p) => p.p50Ms)),
       p99Ms: median(ps.map((p) => p.p99Ms)),
       cpuPerReqUs: cpus.length ? median(cpus) : null,
+      mainCpuPerReqUs: mains.length ? median(mains) : null,
       rssMb: ps.at(-1)?.rssMb ?? null,
       note: cacheNote(ps),
       errors: ps.reduce((n, p) => n + p.errors + p.non2xx, 0),
@@ -540,7 +590,7 @@ async function main(): Promise<void> {
   const upstream = args.get('upstream') === 'sim' ? 'procs/sim-upstream.js' : 'procs/static-upstream.js';
   const up = await startProc({ name: 'upstream', script: bin(upstream), cpus: LOAD_CPU, logDir });
   const all: RowResult[] = [];
-  const md: string[] = [`# disagg-router bench, ${started.toISOString()}`, '', `driver ${driver}, ${SECONDS} s per point after ${WARMUP_S} s warm-up (${FIRST_WARMUP_S} s before a process' first point), median of ${ROUNDS} alternating rounds; cpu/req = the proxy process' user+sys CPU per request; ratios: req/s (cpu/req) against the named row of the same run.`, ''];
+  const md: string[] = [`# disagg-router bench, ${started.toISOString()}`, '', `driver ${driver}, ${SECONDS} s per point after ${WARMUP_S} s warm-up (${FIRST_WARMUP_S} s before a process' first point), median of ${ROUNDS} alternating rounds; cpu/req = the proxy process' user+sys CPU per request (every thread), main thread us = its main thread's share (the rest: GC and compiler helpers, tokenizer threads); ratios: req/s (cpu/req) against the named row of the same run.`, ''];
   try {
     for (const t of tables()) {
       process.stdout.write(`${t.title}\n`);

@@ -121,12 +121,13 @@ export async function startProc(o: StartOptions): Promise<BenchProc> {
 let ticksPerSecond: number | undefined;
 
 /**
- * A process' CPU time (user + system, every thread of it) read from outside, in /proc; undefined
- * where there is no /proc.
+ * A process' CPU time (user + system, every thread of it; with `mainThreadOnly`, its main
+ * thread's: the rest is V8's helpers, libuv's pool and worker threads) read from outside, in
+ * /proc; undefined where there is no /proc.
  */
-export function cpuFromOutsideUs(pid: number): number | undefined {
+export function cpuFromOutsideUs(pid: number, mainThreadOnly = false): number | undefined {
   try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const stat = readFileSync(mainThreadOnly ? `/proc/${pid}/task/${pid}/stat` : `/proc/${pid}/stat`, 'utf8');
     // Fields after the command name (which may hold spaces): state is field 3, utime 14, stime 15.
     const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
     ticksPerSecond ??= Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;

@@ -5,6 +5,33 @@ import { requestContextStorage } from '../../../src/observability/context/reques
 import { MetricsService } from '../../../src/observability/metrics/metrics.service';
 import { RequestContextHooks } from '../../../src/observability/context/request-context.hooks';
 import { RequestEvents } from '../../../src/request-events';
+import { PromptTokenizer, type PromptTokens } from '../../../src/tokenizer/prompt-tokenizer';
+
+/** Chat turns whose tokens the `tokenize` ablation keeps (then it starts over): bounded memory. */
+const MEMO_TURNS = 4096;
+
+/**
+ * PromptTokenizer.tokenize answered from a memo keyed by the chat's message count and its last
+ * message (unique per turn in the chat workload): the same ids array as the first time (its
+ * remembered JSON with it), so hashing, tables and the worker bodies do their usual work and
+ * only rendering and encoding drop out. Each turn is tokenized once, in the warm-up.
+ */
+function memoizedTokenize(): void {
+  const tokenize = PromptTokenizer.prototype.tokenize;
+  const memo = new Map<string, Promise<PromptTokens>>();
+  PromptTokenizer.prototype.tokenize = function (this: PromptTokenizer, request) {
+    const messages: unknown[] = Array.isArray(request.body.messages) ? request.body.messages : [];
+    const last = messages[messages.length - 1] as { content?: unknown } | undefined;
+    if (typeof last?.content !== 'string') return tokenize.call(this, request);
+    const key = `${messages.length}\u0000${last.content}`;
+    let found = memo.get(key);
+    if (!found) {
+      if (memo.size >= MEMO_TURNS) memo.clear();
+      memo.set(key, (found = tokenize.call(this, request)));
+    }
+    return found;
+  };
+}
 
 /**
  * Cost attribution only (`--ablate=...` of the router process in the ablation table): each
@@ -32,6 +59,8 @@ export const ABLATIONS: Record<string, () => void> = {
   kvpoll: () => {
     KvEventPoller.prototype.poll = () => Promise.resolve();
   },
+  /** Rendering and encoding of chats (memoizedTokenize): what tokenizing costs kv_cache_aware on the chat rows. */
+  tokenize: memoizedTokenize,
   /** The global guards' own work (Nest's enhancer machinery stays). */
   enhancers: () => {
     StartupGuard.prototype.canActivate = () => true;
