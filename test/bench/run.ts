@@ -186,7 +186,7 @@ for (const a of ABLATION_SETS) starters[`router-${a}`] = ablated('router', 'roun
 const KV_ABLATION_SETS = ['kvpoll'];
 for (const a of KV_ABLATION_SETS) starters[`router-kv-${a}`] = ablated('router-kv', 'kv_cache_aware', a);
 /** The Qwen3 chat router with parts of its work made no-ops (the chat-ablation table). */
-const CHAT_ABLATION_SETS = ['tokenize', 'tokenize,kvpoll'];
+const CHAT_ABLATION_SETS = ['tokenize', 'tokenize-fresh-ids', 'tokenize,kvpoll'];
 for (const a of CHAT_ABLATION_SETS) {
   const name = `router-kv-qwen3-no-${a.replace(/,/g, '-')}`;
   starters[name] = tokenizingRouter(name, bin('procs/router.js'), QWEN3_TOKENIZER_DIR, CHAT_CACHE_MB, a);

@@ -5,6 +5,7 @@ import { requestContextStorage } from '../../../src/observability/context/reques
 import { MetricsService } from '../../../src/observability/metrics/metrics.service';
 import { RequestContextHooks } from '../../../src/observability/context/request-context.hooks';
 import { RequestEvents } from '../../../src/request-events';
+import { idListJsonOf, rememberIdListJson } from '../../../src/common/id-list-text';
 import { PromptTokenizer, type PromptTokens } from '../../../src/tokenizer/prompt-tokenizer';
 
 /** Chat turns whose tokens the `tokenize` ablation keeps (then it starts over): bounded memory. */
@@ -16,7 +17,7 @@ const MEMO_TURNS = 4096;
  * remembered JSON with it), so hashing, tables and the worker bodies do their usual work and
  * only rendering and encoding drop out. Each turn is tokenized once, in the warm-up.
  */
-function memoizedTokenize(): void {
+function memoizedTokenize(freshIds = false): void {
   const tokenize = PromptTokenizer.prototype.tokenize;
   const memo = new Map<string, Promise<PromptTokens>>();
   PromptTokenizer.prototype.tokenize = function (this: PromptTokenizer, request) {
@@ -29,8 +30,17 @@ function memoizedTokenize(): void {
       if (memo.size >= MEMO_TURNS) memo.clear();
       memo.set(key, (found = tokenize.call(this, request)));
     }
-    return found;
+    return freshIds ? found.then(freshCopy) : found;
   };
+}
+
+/** The memoized tokens in a new ids array of this request's own (its JSON remembered with it), as the tokenizer returns them. */
+function freshCopy(tokens: PromptTokens): PromptTokens {
+  if (!tokens.tokenIds || tokens.lists.length !== 1) return tokens;
+  const ids = tokens.tokenIds.slice();
+  const json = idListJsonOf(tokens.tokenIds);
+  if (json) rememberIdListJson(ids, json);
+  return { ...tokens, lists: [ids], tokenIds: ids };
 }
 
 /**
@@ -60,7 +70,9 @@ export const ABLATIONS: Record<string, () => void> = {
     KvEventPoller.prototype.poll = () => Promise.resolve();
   },
   /** Rendering and encoding of chats (memoizedTokenize): what tokenizing costs kv_cache_aware on the chat rows. */
-  tokenize: memoizedTokenize,
+  tokenize: () => memoizedTokenize(),
+  /** As `tokenize`, each request getting its ids in a new array: what a prompt's ids living as long as its request cost. */
+  'tokenize-fresh-ids': () => memoizedTokenize(true),
   /** The global guards' own work (Nest's enhancer machinery stays). */
   enhancers: () => {
     StartupGuard.prototype.canActivate = () => true;
