@@ -187,10 +187,8 @@ const KV_ABLATION_SETS = ['kvpoll'];
 for (const a of KV_ABLATION_SETS) starters[`router-kv-${a}`] = ablated('router-kv', 'kv_cache_aware', a);
 /** The Qwen3 chat router with parts of its work made no-ops (the chat-ablation table). */
 const CHAT_ABLATION_SETS = ['tokenize', 'tokenize-fresh-ids', 'tokenize,kvpoll'];
-for (const a of CHAT_ABLATION_SETS) {
-  const name = `router-kv-qwen3-no-${a.replace(/,/g, '-')}`;
-  starters[name] = tokenizingRouter(name, bin('procs/router.js'), QWEN3_TOKENIZER_DIR, CHAT_CACHE_MB, a);
-}
+const chatAblationTarget = (list: string): string => `router-kv-qwen3-no-${list.replace(/,/g, '-')}`;
+for (const a of CHAT_ABLATION_SETS) starters[chatAblationTarget(a)] = tokenizingRouter(chatAblationTarget(a), bin('procs/router.js'), QWEN3_TOKENIZER_DIR, CHAT_CACHE_MB, a);
 starters['router-kv-gap0'] = (up) =>
   startProc({ name: 'router-kv-gap0', script: bin('procs/router.js'), args: [`--config=${routerConfig(up, 'kv_cache_aware', false, { kv_events_min_poll_gap_s: 0 })}`], cpus: PROXY_CPU, logDir });
 for (const t of TRANSPORTS) {
@@ -370,7 +368,7 @@ function tables(): TableDef[] {
         { row: 'kv_cache_aware Qwen3, chats', target: 'router-kv-qwen3-cache', body: '', stream: false, connections: c, path: CHAT_PATH, chatTurns: CHAT_WORKLOAD.turns, vs: { rr: 'round_robin, chats' } },
         ...CHAT_ABLATION_SETS.map((a) => ({
           row: `kv_cache_aware Qwen3, chats, without ${a}`,
-          target: `router-kv-qwen3-no-${a.replace(/,/g, '-')}`,
+          target: chatAblationTarget(a),
           body: '',
           stream: false,
           connections: c,
@@ -407,11 +405,11 @@ function rowMatches(row: string): boolean {
 let chatSeed = 1000;
 
 /** The workload of a chat row: fresh conversations every time (the shared system prompt stays). */
-function chatLoad(def: RowDef, seed = chatSeed++): { chat: { model: string; conversations: number; turns: number; seed: number } } | undefined {
+function chatLoad(def: RowDef): { chat: { model: string; conversations: number; turns: number; seed: number } } | undefined {
   if (!def.chatTurns) return undefined;
   // First-turn rows send as many requests as the multi-turn ones, each the start of a new conversation.
   const conversations = def.chatTurns === 1 ? CHAT_WORKLOAD.conversations * CHAT_WORKLOAD.turns : CHAT_WORKLOAD.conversations;
-  return { chat: { ...CHAT_WORKLOAD, conversations, turns: def.chatTurns, seed } };
+  return { chat: { ...CHAT_WORKLOAD, conversations, turns: def.chatTurns, seed: chatSeed++ } };
 }
 
 /** The tokenizer piece cache's token counters and size, from the router's own metrics. */
@@ -446,8 +444,7 @@ async function measure(def: RowDef, url: string, target: BenchProc | undefined, 
   const load = { url, body: def.body, connections: def.connections, rate: def.rate };
   const ctx = { workDir: outDir, autocannonScript: bin('procs/autocannon-driver.js'), pacedScript: bin('procs/paced-driver.js'), chatScript: bin('procs/chat-driver.js') };
   // Warm-up is closed loop: the JIT needs requests, not wall time.
-  const warmup = chatLoad(def);
-  await runLoad(driver, { ...load, ...warmup, rate: undefined, seconds: warmed.has(target) ? WARMUP_S : FIRST_WARMUP_S }, ctx);
+  await runLoad(driver, { ...load, ...chatLoad(def), rate: undefined, seconds: warmed.has(target) ? WARMUP_S : FIRST_WARMUP_S }, ctx);
   warmed.add(target);
   // The measured conversations, sent whole once more first when the row asks (warmOnMeasured).
   const measured = def.warmOnMeasured ? chatLoad(def) : undefined;
@@ -455,12 +452,13 @@ async function measure(def: RowDef, url: string, target: BenchProc | undefined, 
   const profiling = PROFILE && args.get('profile') !== 'boot' && target?.profileStart !== undefined;
   if (profiling) target!.profileStart!(PROFILE_MODE);
   const port = target?.ports[0];
-  const [cacheBefore, cpuBefore, upBefore] = await Promise.all([chat && port ? tokenizerCache(port) : undefined, cpuOf(target), up.stats()]);
+  // Read beside cpuOf's own read (synchronous, before the metrics scrape): the same window.
   const mainBefore = mainThreadCpu(target);
+  const [cacheBefore, cpuBefore, upBefore] = await Promise.all([chat && port ? tokenizerCache(port) : undefined, cpuOf(target), up.stats()]);
   // Chat rows run their whole workload (the same mix of turns for every row), time only as a bound.
   const r = await runLoad(driver, { ...load, ...(measured ?? chatLoad(def)), seconds: chat ? 180 : SECONDS }, ctx);
-  const [cacheAfter, cpuAfter, upAfter, after] = await Promise.all([chat && port ? tokenizerCache(port) : undefined, cpuOf(target), up.stats(), target?.stats()]);
   const mainAfter = mainThreadCpu(target);
+  const [cacheAfter, cpuAfter, upAfter, after] = await Promise.all([chat && port ? tokenizerCache(port) : undefined, cpuOf(target), up.stats(), target?.stats()]);
   if (profiling) await target!.profileStop!(profileFile(def.row));
   const upCpu = upAfter.cpuUserUs + upAfter.cpuSystemUs - upBefore.cpuUserUs - upBefore.cpuSystemUs;
   const hit = cacheAfter && cacheBefore ? cacheAfter.hit - cacheBefore.hit : 0;
