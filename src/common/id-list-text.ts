@@ -1,5 +1,6 @@
 import { CLOSE_BRACKET, COMMA, OPEN_BRACKET, ZERO } from './json-chars';
 import { ObjectSlot } from './object-slot';
+import { TokenIdArray, type TokenIds } from './token-id-array';
 
 /**
  * Token-id lists kept as the text they arrived as, so a body that passes them on is written by
@@ -73,18 +74,18 @@ export const PROMPT_ID_MEMBERS: readonly string[] = ['prompt', 'prompt_token_ids
 export const MIN_SPLICED_IDS = 64;
 
 /** Remembers that `ids` is written as `text` (a JSON list of those very integers). */
-export function rememberIdListText(ids: readonly number[], text: string): void {
+export function rememberIdListText(ids: TokenIds, text: string): void {
   rememberIdListJson(ids, IdListJson.ofText(text));
 }
 
 /** Remembers that `ids` is written as `json` (a JSON list of those very integers). */
-export function rememberIdListJson(ids: readonly number[], json: IdListJson): void {
+export function rememberIdListJson(ids: TokenIds, json: IdListJson): void {
   if (ids.length >= MIN_SPLICED_IDS) texts.set(ids, { json, length: ids.length, first: ids[0], last: ids[ids.length - 1] });
 }
 
 /** The JSON of `value` when it is a list remembered by rememberIdListJson and unchanged since. */
 export function idListJsonOf(value: unknown): IdListJson | undefined {
-  if (!Array.isArray(value)) return undefined;
+  if (!Array.isArray(value) && !(value instanceof TokenIdArray)) return undefined;
   const known = texts.get(value);
   if (!known || value.length !== known.length || value[0] !== known.first || value[value.length - 1] !== known.last) return undefined;
   return known.json;

@@ -2,14 +2,14 @@ import type { ServerRole } from '../config';
 import type { RequestTrace } from '../observability/tracing';
 import type { ResponsePerfCapture } from '../observability';
 import { HttpApiError, REQUEST_ID_HEADER } from '../common';
-import type { BlockChains, RequestKind, RouteResult, Router, RoutingRequest, SubagentAffinity } from '../routing';
+import type { BlockChains, RequestKind, RouteResult, Router, RoutingRequest, SubagentAffinity, TokenIds } from '../routing';
 import type { ClientChannel } from './client-channel';
 import { RequestDeadline } from './request-deadline';
 import type { RequestDoneEvent, RequestTimings } from '../request-events';
 
 /** The routing request as the flow owns it: what one pick returned feeds the next pick. */
 export interface FlowRouting extends RoutingRequest {
-  tokenIds?: number[];
+  tokenIds?: TokenIds;
   untokenized?: string;
   blockChains?: BlockChains;
 }

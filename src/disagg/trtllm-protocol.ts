@@ -3,6 +3,7 @@ import { protocolOf } from './kind-protocols';
 import { forgetMemberTexts, type JsonBodyText, serializeRequestText } from './serialize';
 import { cutIdList, parseAroundCut } from '../common/id-list-text';
 import { WorkerBody } from './worker-body';
+import type { TokenIds } from '../common/token-id-array';
 
 /**
  * The disaggregated wire protocol of TensorRT-LLM's workers: the bodies the router sends
@@ -39,7 +40,7 @@ function withConversationParams(body: Body, conversationId: string | undefined):
  * The body as a worker gets it: the prompt as the token ids a router computed (so the worker
  * skips tokenizing it again, where the kind allows it) and the kind's fixed members.
  */
-export function withPromptTokens(kind: RequestKind, body: Body, ids: number[] | undefined): Body {
+export function withPromptTokens(kind: RequestKind, body: Body, ids: TokenIds | undefined): Body {
   const { routerIdsKey: key, workerFields } = protocolOf(kind);
   // Ids the client sent itself are in the body already: no copy of it.
   const withIds = !ids || key === undefined || ids === body[key] ? body : { ...body, [key]: ids };
@@ -55,7 +56,7 @@ export function stripContextOnly(body: Body): Body {
 }
 
 /** See docs/protocol.md "Two-phase request": the context_only request, never streamed. */
-export function contextRequestBody(kind: RequestKind, body: Body, tokenIds: number[] | undefined, disaggId: number, conversationId: unknown): Body {
+export function contextRequestBody(kind: RequestKind, body: Body, tokenIds: TokenIds | undefined, disaggId: number, conversationId: unknown): Body {
   return {
     ...withPromptTokens(kind, body, tokenIds),
     stream: false,

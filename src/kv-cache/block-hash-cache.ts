@@ -2,6 +2,7 @@ import { LazyRecency } from '../common/lazy-recency';
 import { OldestFirst } from '../common/oldest-first';
 import { blockKeyChain, chainSteps, type ChainState } from './hash-algos';
 import type { KvBlockHash } from './kv-events';
+import type { TokenIds } from '../common/token-id-array';
 
 /** Bounds of the cache: stored tokens (4 bytes each, plus about a key per block) and prompts. */
 export interface BlockHashCacheLimits {
@@ -65,7 +66,7 @@ export class BlockHashCache {
   }
 
   /** As blockHashesFor: each list's chain, or undefined for an algorithm the router cannot compute. */
-  chains(tokenLists: readonly number[][], tokensPerBlock: number, algo: string, cacheSaltId?: bigint): KvBlockHash[][] | undefined {
+  chains(tokenLists: readonly TokenIds[], tokensPerBlock: number, algo: string, cacheSaltId?: bigint): KvBlockHash[][] | undefined {
     const out: KvBlockHash[][] = [];
     for (const ids of tokenLists) {
       const chain = this.chain(algo, ids, tokensPerBlock, cacheSaltId);
@@ -76,7 +77,7 @@ export class BlockHashCache {
   }
 
   /** As blockKeyChain, a fresh array the caller may keep. */
-  chain(algo: string, tokenIds: readonly number[], tokensPerBlock: number, cacheSaltId?: bigint): KvBlockHash[] | undefined {
+  chain(algo: string, tokenIds: TokenIds, tokensPerBlock: number, cacheSaltId?: bigint): KvBlockHash[] | undefined {
     const steps = chainSteps(algo);
     const end = tokenIds.length - 1;
     // Bad block sizes throw there; prompts without a full block cost little to hash.
@@ -177,7 +178,7 @@ export function blockKeyScope(algo: string, tokensPerBlock: number, cacheSaltId?
 }
 
 /** Tokens equal from the start, as the hashes read them (uint32), among the first `end`. */
-function sharedPrefix(cached: Uint32Array, ids: readonly number[], end: number): number {
+function sharedPrefix(cached: Uint32Array, ids: TokenIds, end: number): number {
   const n = Math.min(cached.length, end);
   let i = 0;
   while (i < n && cached[i] === ids[i] >>> 0) i++;
@@ -189,7 +190,7 @@ function sharedPrefix(cached: Uint32Array, ids: readonly number[], end: number):
  * tokens): prompts sharing no first block never meet, and the longest shared checkpoint finds
  * the closest prompt.
  */
-function prefixPrints(ids: readonly number[], tokensPerBlock: number, end: number): number[] {
+function prefixPrints(ids: TokenIds, tokensPerBlock: number, end: number): number[] {
   const prints: number[] = [];
   let h = 0x811c9dc5;
   let next = tokensPerBlock;
@@ -204,7 +205,7 @@ function prefixPrints(ids: readonly number[], tokensPerBlock: number, end: numbe
 }
 
 /** The first `end` ids as uint32 (TypedArray.set converts as an element store would, twice as fast as a loop here). */
-function uint32Copy(ids: readonly number[], end: number): Uint32Array {
+function uint32Copy(ids: TokenIds, end: number): Uint32Array {
   const out = new Uint32Array(ids.length);
   out.set(ids);
   return end === ids.length ? out : out.subarray(0, end);

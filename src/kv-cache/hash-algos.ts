@@ -1,8 +1,9 @@
 import { blockHashChain, extendBlockHashChain, V1_BLOCK_KEY_ALGO } from './block-hash';
 import { extendV2KeyChain, V2_SHA256_64_ALGO, V2_SHA256_ALGO, v2Sha256Chain, v2Sha256x64Chain } from './block-hash-v2';
 import type { KvBlockHash } from './kv-events';
+import type { TokenIds } from '../common/token-id-array';
 
-type ChainFn = (tokenIds: readonly number[], tokensPerBlock: number, cacheSaltId?: bigint) => KvBlockHash[];
+type ChainFn = (tokenIds: TokenIds, tokensPerBlock: number, cacheSaltId?: bigint) => KvBlockHash[];
 
 const CHAINS = new Map<string, ChainFn>([
   [V1_BLOCK_KEY_ALGO, (ids, tpb, salt) => blockHashChain(ids, tpb, undefined, salt)],
@@ -21,7 +22,7 @@ export function isKvHashAlgo(name: string): boolean {
  * A prompt's chain of block keys in the given algorithm (the last token is never in a block
  * key), salted with a request's cache salt id when given; undefined for an unknown algorithm.
  */
-export function blockKeyChain(algo: string, tokenIds: readonly number[], tokensPerBlock: number, cacheSaltId?: bigint): KvBlockHash[] | undefined {
+export function blockKeyChain(algo: string, tokenIds: TokenIds, tokensPerBlock: number, cacheSaltId?: bigint): KvBlockHash[] | undefined {
   return CHAINS.get(algo)?.(tokenIds, tokensPerBlock, cacheSaltId);
 }
 
@@ -34,7 +35,7 @@ export type ChainState = bigint | Buffer;
  * (absent: the state is the key).
  */
 export interface ChainSteps {
-  extend(states: ChainState[], tokenIds: readonly number[], tokensPerBlock: number, cacheSaltId?: bigint): void;
+  extend(states: ChainState[], tokenIds: TokenIds, tokensPerBlock: number, cacheSaltId?: bigint): void;
   key?(state: ChainState): KvBlockHash;
 }
 

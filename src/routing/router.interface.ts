@@ -1,8 +1,9 @@
 import type { RequestKind } from '../common';
+import type { TokenIds } from '../common/token-id-array';
 import type { ServerRole } from '../config';
 import type { ServerState } from '../servers';
 
-export type { RequestKind };
+export type { RequestKind, TokenIds };
 
 /**
  * What a router sees of a client request. `id` is owned by the router layer (one per client
@@ -13,7 +14,7 @@ export interface RoutingRequest {
   readonly kind: RequestKind;
   readonly body: Readonly<Record<string, unknown>>;
   /** Prompt token ids an earlier pick of this request returned (RouteInfo.tokenIds): not tokenized again. */
-  readonly tokenIds?: number[];
+  readonly tokenIds?: TokenIds;
   /** The client's request headers (the conversation policy reads session ids from them). */
   readonly headers?: Readonly<Record<string, string | string[] | undefined>>;
   /** Why an earlier pick could not tokenize the prompt's text (RouteInfo.untokenized). */
@@ -31,7 +32,7 @@ export interface RoutingRequest {
  */
 export interface BlockChains {
   readonly scope: string;
-  readonly lists: readonly (readonly number[])[];
+  readonly lists: readonly TokenIds[];
   readonly chains: readonly (readonly (bigint | string)[])[];
 }
 
@@ -52,7 +53,7 @@ export interface RouteInfo {
   matchedTokens?: number;
   promptTokens?: number;
   /** The prompt's token ids this pick computed, to forward to the workers instead of the text. */
-  tokenIds?: number[];
+  tokenIds?: TokenIds;
   /** Set when the prompt could not be tokenized with the model's own tokenizer: why. */
   untokenized?: string;
   /** The prompt's block keys this pick computed, for the next pick of the request. */

@@ -5,6 +5,7 @@ import type { ChatMessage } from './text-tokenizer';
 import { ChatTemplateError, type ChatTemplateInput } from './hf/chat-template';
 import { RequestTemplateRenderer } from './hf/request-template-renderer';
 import type { PromptRequest } from './prompt-request';
+import type { TokenIds } from '../common/token-id-array';
 import { allowConfiguredTokenizerDir, loadModelTokenizer, ModelTokenizerResolver, type ModelTokenizer } from './model-tokenizers';
 import type { WordEncoder } from './hf/hf-tokenizer-source';
 import { chatRendersPlainly, promptSourceOf } from './prompt-tokens';
@@ -38,9 +39,9 @@ export const LONG_TEXT_CHARS = 64 * 1024;
 
 /** A request's prompt as token lists, and what of it may be forwarded to the workers. */
 export interface PromptTokens {
-  lists: number[][];
+  lists: TokenIds[];
   /** The single prompt's ids, when a worker would tokenize it to exactly these. */
-  tokenIds?: number[];
+  tokenIds?: TokenIds;
   /** Why the text could not be tokenized (no lists then). */
   untokenized?: string;
 }
@@ -120,7 +121,7 @@ export class PromptTokenizer {
     if (this.longTextPool) await releaseTokenizerThreads(LONG_TEXT_POOL, this.longTextPool);
   }
 
-  private encode(model: ModelTokenizer, text: string, addSpecialTokens: boolean): Promise<number[]> | number[] {
+  private encode(model: ModelTokenizer, text: string, addSpecialTokens: boolean): Promise<TokenIds> | TokenIds {
     const incremental = this.incrementalFor(model);
     return incremental ? incremental.encode(text, addSpecialTokens) : this.encodeWhole(model, text, addSpecialTokens);
   }

@@ -1,9 +1,12 @@
 import { describe, expect, it } from '@jest/globals';
 import * as fs from 'node:fs';
+import { unpack } from 'msgpackr';
 import { ChatTemplates } from '../../src/tokenizer/hf/chat-template';
 import { hfTokenizerLoader } from '../../src/tokenizer/hf/hf-tokenizer-source';
 import { projectRequire } from '../../src/tokenizer/package-resolver';
 import { sampleValue, scrape } from '../observability/prom-text';
+import { postJson } from '../support/router-app';
+import type { ReceivedRequest } from '../support/fake-worker';
 import { useFakeCluster } from '../support/router-cluster';
 import { forwarded } from './support/forwarded';
 import { fixtureDir } from './support/fixtures';
@@ -59,5 +62,40 @@ describe('a tokenizer that cannot cut plain text', () => {
     const after = await scrape(cluster.router.url, '/prometheus/metrics');
     const key = { reason: 'normalizer' };
     expect(sampleValue(after, `${NS}tokenizer_uncut_prompts_total`, key) - sampleValue(before, `${NS}tokenizer_uncut_prompts_total`, key)).toBe(1);
+  }, 60_000);
+});
+
+describe('tokenized ids to msgpack workers', () => {
+  const cluster = useFakeCluster({
+    http_session: { body_encoding: 'msgpack' },
+    context_servers: { router: kvRouter('qwen3') },
+    generation_servers: { router: kvRouter('qwen3') },
+  });
+  const dir = fixtureDir('qwen3');
+  const whole = hfTokenizerLoader()(projectRequire(), fs, dir);
+  const templates = new ChatTemplates(dir);
+
+  it('go out as a msgpack list of integers, never as binary', async () => {
+    const rng = rngOf(31);
+    const messages = [{ role: 'system', content: randomText(rng, 400) }, { role: 'user', content: randomText(rng, 200) }];
+    const expected = whole.encode(templates.render({ messages, add_generation_prompt: true }), false);
+    expect(expected.length).toBeGreaterThan(64);
+    // Twice: the second time every piece comes from the cache.
+    for (let round = 0; round < 2; round++) {
+      const ctxBefore = cluster.ctx.received.length;
+      const genBefore = cluster.gen.received.length;
+      const res = await postJson(`${cluster.router.url}/v1/chat/completions`, { model: 'served-name', max_tokens: 4, messages });
+      expect(res.status).toBe(200);
+      const inference = (calls: ReceivedRequest[]): ReceivedRequest[] => calls.filter((r) => r.path.startsWith('/v1/'));
+      const [ctxCall] = inference(cluster.ctx.received.slice(ctxBefore));
+      const [genCall] = inference(cluster.gen.received.slice(genBefore));
+      // The generation body carries the ids the context worker answered with (the fake's own).
+      const idsOf = (call: ReceivedRequest): unknown => (unpack(call.raw) as Record<string, unknown>).prompt_token_ids;
+      for (const call of [ctxCall, genCall]) {
+        expect(call.encoding).toBe('msgpack');
+        expect(Array.isArray(idsOf(call))).toBe(true);
+      }
+      expect(idsOf(ctxCall)).toEqual(expected);
+    }
   }, 60_000);
 });

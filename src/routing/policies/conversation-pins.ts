@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { LazyRecency } from '../../common/lazy-recency';
 import { ObjectSlot } from '../../common/object-slot';
 import { OldestFirst } from '../../common/oldest-first';
+import type { TokenIds } from '../../common/token-id-array';
 
 /** Conversations whose server is remembered, least recently routed dropped first (TensorRT-LLM's bound). */
 export const CONVERSATION_PIN_CAPACITY = 50_000;
@@ -13,7 +14,7 @@ const KEY_MESSAGES = 2;
 const KEY_CONTENT_CHARS = 1 << 20;
 
 /** The key of a body already keyed (by the other pool's router on the same request), with the ids it folded in. */
-const keyed = new ObjectSlot<{ ids: readonly number[] | undefined; key: string }>('conversation key');
+const keyed = new ObjectSlot<{ ids: TokenIds | undefined; key: string }>('conversation key');
 
 /**
  * The conversation a chat belongs to, without an id from the client (docs/protocol.md
@@ -21,7 +22,7 @@ const keyed = new ObjectSlot<{ ids: readonly number[] | undefined; key: string }
  * ids, which every later turn repeats. A digest, so a long system prompt costs the table 44
  * bytes. Undefined for a body without messages (completions), which is never pinned.
  */
-export function conversationKeyOf(body: Readonly<Record<string, unknown>>, tokenIds: readonly number[] | undefined): string | undefined {
+export function conversationKeyOf(body: Readonly<Record<string, unknown>>, tokenIds: TokenIds | undefined): string | undefined {
   const messages = body.messages;
   if (!Array.isArray(messages) || messages.length === 0) return undefined;
   const known = keyed.get(body);
@@ -31,7 +32,7 @@ export function conversationKeyOf(body: Readonly<Record<string, unknown>>, token
   return key;
 }
 
-function computeKey(messages: readonly unknown[], tokenIds: readonly number[] | undefined): string {
+function computeKey(messages: readonly unknown[], tokenIds: TokenIds | undefined): string {
   const hash = createHash('sha256');
   for (const message of messages.slice(0, KEY_MESSAGES)) {
     const content = typeof message === 'object' && message !== null ? (message as Record<string, unknown>).content : undefined;

@@ -5,7 +5,7 @@ import { BlockHashCache, blockKeyScope, cacheSaltIdOf, DEFAULT_MIN_POLL_GAP_MS, 
 import type { ServerState } from '../../servers';
 import { PromptTokenizer } from '../../tokenizer';
 import { BaseRouter } from '../base-router';
-import type { BlockChains, GetNextServerOptions, RouteResult, RoutingKeyConfig, RoutingRequest } from '../router.interface';
+import type { BlockChains, GetNextServerOptions, RouteResult, RoutingKeyConfig, RoutingRequest, TokenIds } from '../router.interface';
 import { ROUTED_BLOCKS_SINK, type RoutedBlocksSink } from '../routed-blocks-sink';
 import { RoutingPolicy } from '../routing-policy.decorator';
 import { conversationKeyOf, ConversationPins } from './conversation-pins';
@@ -272,7 +272,7 @@ export class KvCacheAwareRouter extends BaseRouter<KvCacheAwareArgs> {
 }
 
 /** The other pool's chains for this request, when they were computed from these very lists in this scope. */
-function earlierChains(earlier: BlockChains | undefined, scope: string, lists: readonly number[][]): BlockKey[][] | undefined {
+function earlierChains(earlier: BlockChains | undefined, scope: string, lists: readonly TokenIds[]): BlockKey[][] | undefined {
   if (!earlier || earlier.scope !== scope || earlier.lists.length !== lists.length) return undefined;
   for (let i = 0; i < lists.length; i++) if (earlier.lists[i] !== lists[i]) return undefined;
   return earlier.chains as BlockKey[][];

@@ -1,4 +1,5 @@
 import { IdListJson, MIN_SPLICED_IDS, rememberIdListJson } from '../../common/id-list-text';
+import { TokenIdArray, type TokenIds } from '../../common/token-id-array';
 import type { PieceCache, PieceIds } from './piece-cache';
 import type { PieceCutter } from './piece-cutter';
 
@@ -39,7 +40,7 @@ export class IncrementalEncoder {
     private readonly encoder: PieceEncoder,
   ) {}
 
-  async encode(text: string, addSpecialTokens: boolean): Promise<number[]> {
+  async encode(text: string, addSpecialTokens: boolean): Promise<TokenIds> {
     const wrap = addSpecialTokens ? await (this.wrap ??= this.probeWrap()) : undefined;
     if (wrap === null) {
       this.cache.countUncut('post_processor');
@@ -74,29 +75,26 @@ export class IncrementalEncoder {
   }
 }
 
-/** Lists up to this long are allocated at their size (longer ones would get slow dictionary elements). */
-const PREALLOCATED_IDS = 64 * 1024;
-
 /** The pieces' ids in one list, its JSON (theirs, joined when written) remembered with it. */
-function joinPieces(found: readonly PieceIds[], wrap: SpecialWrap | undefined): number[] {
+function joinPieces(found: readonly PieceIds[], wrap: SpecialWrap | undefined): TokenIds {
   const before = wrap?.before ?? [];
   const after = wrap?.after ?? [];
   let total = before.length + after.length;
   for (const piece of found) total += piece.ids.length;
-  // At its size: pushing would grow it (and copy it) a dozen times on its way to ~9k ids.
-  const ids: number[] = total <= PREALLOCATED_IDS ? new Array<number>(total) : [];
-  let n = 0;
-  const put = (id: number): void => void (ids[n++] = id);
-  before.forEach(put);
+  const ids = new TokenIdArray(total);
+  ids.set(before, 0);
+  let n = before.length;
   const members: string[] = before.length ? [before.join(',')] : [];
   for (const { ids: part, json } of found) {
     if (part.length === 0) continue;
-    for (let i = 0; i < part.length; i++) ids[n++] = part[i];
+    ids.set(part, n);
+    n += part.length;
     members.push(json);
   }
-  after.forEach(put);
+  ids.set(after, n);
   if (after.length) members.push(after.join(','));
-  if (n >= MIN_SPLICED_IDS) rememberIdListJson(ids, IdListJson.ofMembers(members));
+  if (total < MIN_SPLICED_IDS) return Array.from(ids);
+  rememberIdListJson(ids, IdListJson.ofMembers(members));
   return ids;
 }
 

@@ -71,7 +71,7 @@ export const ABLATIONS: Record<string, () => void> = {
   },
   /** Rendering and encoding of chats (memoizedTokenize): what tokenizing costs kv_cache_aware on the chat rows. */
   tokenize: () => memoizedTokenize(),
-  /** As `tokenize`, each request getting its ids in a new array: what a prompt's ids living as long as its request cost. */
+  /** As `tokenize`, each request getting its ids in a new list (as the tokenizer makes them): what a prompt's ids living as long as its request cost. */
   'tokenize-fresh-ids': () => memoizedTokenize(true),
   /** The global guards' own work (Nest's enhancer machinery stays). */
   enhancers: () => {
