@@ -75,7 +75,10 @@ export class IncrementalEncoder {
   }
 }
 
-/** The pieces' ids in one list, its JSON (theirs, joined when written) remembered with it. */
+/**
+ * The pieces' ids in one TokenIdArray (native copies, off the JS heap), its JSON (theirs,
+ * joined when written) remembered with it; a list too short to splice is a plain JS array.
+ */
 function joinPieces(found: readonly PieceIds[], wrap: SpecialWrap | undefined): TokenIds {
   const before = wrap?.before ?? [];
   const after = wrap?.after ?? [];
