@@ -64,8 +64,13 @@ interface RememberedIds {
 /** On the list itself, not in a WeakMap: see ObjectSlot. */
 const texts = new ObjectSlot<RememberedIds>('remembered id-list JSON');
 
-/** A non-empty JSON list of non-negative integers, nothing else. */
-const ID_LIST = /\s*(\[\s*(?:\d+\s*,\s*)*\d+\s*\])/y;
+/**
+ * A non-empty JSON list of non-negative integers, nothing else. Its compact run (`1,2,3`, as
+ * TensorRT-LLM's JSON encoders write lists) has a loop of its own, without the blanks' tries:
+ * 0.65x the time of one loop for both layouts on a 9k-id answer; a spaced list costs the same
+ * (README "Worker body encoding").
+ */
+const ID_LIST = /\s*(\[\s*\d+(?:,\d+)*(?:\s*,\s*\d+)*\s*\])/y;
 
 /** The members a prompt's token ids come in (completions, chat): parsed keeping their text, spliced back. */
 export const PROMPT_ID_MEMBERS: readonly string[] = ['prompt', 'prompt_token_ids'];

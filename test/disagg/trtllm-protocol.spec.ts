@@ -37,6 +37,9 @@ describe('the context answer and the generation request', () => {
       JSON.stringify({ note: '"prompt_token_ids":[1,2]', nested: { prompt_token_ids: [9, 9] }, ...answer() }),
       // Ids a strict integer list does not describe (exponents): parsed with the rest.
       JSON.stringify(answer()).replace('[5,6,7,8]', '[5,6,7,8e0]'),
+      // Blanks around some commas only, after a compact run or before one.
+      JSON.stringify(answer()).replace('[5,6,7,8]', '[5,6 , 7,8]'),
+      JSON.stringify(answer()).replace('[5,6,7,8]', '[ 5, 6,7 ,8 ]'),
     ];
     for (const text of layouts) {
       const ctx = JSON.parse(text) as Record<string, unknown>;
@@ -54,6 +57,7 @@ describe('the context answer and the generation request', () => {
   it('does not parse the ids it passes on, but keeps the rest of the answer', () => {
     const parsed = ok(JSON.stringify(answer()));
     expect(parsed.promptIdsText).toBe('[5,6,7,8]');
+    for (const list of ['[5,6 , 7,8]', '[ 5, 6,7 ,8 ]', '[5, 6, 7, 8]']) expect(ok(JSON.stringify(answer()).replace('[5,6,7,8]', list)).promptIdsText).toBe(list);
     expect(parsed.json.usage).toEqual({ prompt_tokens: 4, completion_tokens: 1, total_tokens: 5 });
     expect(parsed.choice.disaggregated_params).toEqual(params);
   });
@@ -63,6 +67,8 @@ describe('the context answer and the generation request', () => {
     const bad = [
       good.replace('[5,6,7,8]', '[5,,6]'),
       good.replace('[5,6,7,8]', '[5,6,7,8'),
+      good.replace('[5,6,7,8]', '[5,6 7,8]'),
+      good.replace('[5,6,7,8]', '[5,6,7,]'),
       good.slice(0, -1),
       good.replace('"usage"', 'usage'),
       `${good}x`,
