@@ -25,7 +25,7 @@ function withIdLists(value: Record<string, unknown>): Record<string, unknown> {
   let out: Record<string, unknown> | undefined;
   for (const key of Object.keys(value)) {
     const member = value[key];
-    if (member instanceof TokenIdArray) (out ??= { ...value })[key] = Array.from(member);
+    if (member instanceof TokenIdArray) (out ??= { ...value })[key] = member.toJSON();
   }
   return out ?? value;
 }

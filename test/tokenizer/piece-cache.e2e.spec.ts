@@ -74,6 +74,8 @@ describe('tokenized ids to msgpack workers', () => {
   const dir = fixtureDir('qwen3');
   const whole = hfTokenizerLoader()(projectRequire(), fs, dir);
   const templates = new ChatTemplates(dir);
+  const inference = (calls: ReceivedRequest[]): ReceivedRequest[] => calls.filter((r) => r.path.startsWith('/v1/'));
+  const idsOf = (call: ReceivedRequest): unknown => (unpack(call.raw) as Record<string, unknown>).prompt_token_ids;
 
   it('go out as a msgpack list of integers, never as binary', async () => {
     const rng = rngOf(31);
@@ -86,11 +88,9 @@ describe('tokenized ids to msgpack workers', () => {
       const genBefore = cluster.gen.received.length;
       const res = await postJson(`${cluster.router.url}/v1/chat/completions`, { model: 'served-name', max_tokens: 4, messages });
       expect(res.status).toBe(200);
-      const inference = (calls: ReceivedRequest[]): ReceivedRequest[] => calls.filter((r) => r.path.startsWith('/v1/'));
       const [ctxCall] = inference(cluster.ctx.received.slice(ctxBefore));
       const [genCall] = inference(cluster.gen.received.slice(genBefore));
       // The generation body carries the ids the context worker answered with (the fake's own).
-      const idsOf = (call: ReceivedRequest): unknown => (unpack(call.raw) as Record<string, unknown>).prompt_token_ids;
       for (const call of [ctxCall, genCall]) {
         expect(call.encoding).toBe('msgpack');
         expect(Array.isArray(idsOf(call))).toBe(true);
