@@ -76,10 +76,7 @@ export class KvSnapshots implements OnModuleDestroy {
     const kv = this.bus.snapshots;
     if (!kv) return undefined;
     let lowest: number | undefined;
-    const keys: string[] = [];
-    await this.bus.call(async () => {
-      for await (const key of await kv.keys(MANIFESTS)) keys.push(key);
-    });
+    const keys = await this.bus.call(() => this.manifestKeys());
     for (const key of keys) {
       const snap = await this.readLatest(kv, key);
       if (!snap) continue;
@@ -87,6 +84,21 @@ export class KvSnapshots implements OnModuleDestroy {
       lowest = lowest === undefined ? snap.stream_seq : Math.min(lowest, snap.stream_seq);
     }
     return lowest;
+  }
+
+  /**
+   * The bucket's manifest keys (deleted ones too: their reads find no snapshot), from the
+   * subjects its stream holds: one request per page of subjects, each bounded by the client's
+   * timeout. Not the KV client's key listing: that opens a push consumer whose first delivery
+   * can be lost under load, and then the listing, with the resynchronisation behind it, waits
+   * for the consumer's idle heartbeat, 30 s (README "Running several replicas", catch-up).
+   */
+  private async manifestKeys(): Promise<string[]> {
+    const jsm = this.bus.jsm;
+    if (!jsm) throw new Error('the bus has no JetStream manager');
+    const prefix = `$KV.${this.bus.names.snapshots}.`;
+    const info = await jsm.streams.info(`KV_${this.bus.names.snapshots}`, { subjects_filter: `${prefix}${MANIFESTS}` });
+    return Object.keys(info.state.subjects ?? {}).map((subject) => subject.slice(prefix.length));
   }
 
   /**
@@ -128,6 +140,11 @@ export class KvSnapshots implements OnModuleDestroy {
         if (snap) this.adopt(snap);
       },
     );
+  }
+
+  /** The position (`epoch:last event id`) of the worker's last snapshot this replica wrote; it writes again only past it (or forced). */
+  writtenPosition(url: string): string | undefined {
+    return this.written.get(normalizeServerUrl(url));
   }
 
   /** Whether this replica is writing the worker's snapshot (a lease hand-back waits for it). */

@@ -1,13 +1,20 @@
 import { afterAll, beforeAll } from '@jest/globals';
 import type { KV } from '@nats-io/kv';
 import type { KvCacheEvent } from '../../../src/kv-cache';
-import { manifestKey as snapshotManifestKey } from '../../../src/replicas/kv-snapshots.service';
+import { KvSnapshots, manifestKey as snapshotManifestKey } from '../../../src/replicas/kv-snapshots.service';
 import { ReplicaBus } from '../../../src/replicas/replica-bus.service';
 import { WorkerPositions } from '../../../src/replicas/worker-positions';
 import { FakeWorker, generationHandler } from '../../support/fake-worker';
 import { startNats, type NatsServer } from '../../support/nats-server';
 import { startRouter, waitFor } from '../../support/router-app';
-import { confirmed, TOKEN, type Replica } from './replica-cluster';
+import { clusterAdmin, confirmed, TOKEN, waitForOwnership, type Replica } from './replica-cluster';
+
+/** What a snapshot manifest tells a test: who wrote it, at which position. */
+export interface StoredManifest {
+  replica: string;
+  epoch?: number;
+  last_event_id: number;
+}
 
 /** One scripted worker behind replicas that share a real NATS; its drains answer `drains` in order. */
 export interface ScriptedWorkerReplicas {
@@ -23,9 +30,15 @@ export interface ScriptedWorkerReplicas {
   /** Waits until every drain was taken and every replica holds exactly these blocks. */
   allHold(hashes: readonly bigint[], what: string): Promise<void>;
   /** The worker's snapshot manifest as stored in the bus bucket (undefined: none). */
-  storedManifest(): Promise<{ epoch?: number; last_event_id: number } | undefined>;
-  /** Takes the worker's snapshot manifest out of the bucket; the returned function puts it back as it was. */
-  hideSnapshot(): Promise<() => Promise<void>>;
+  storedManifest(): Promise<StoredManifest | undefined>;
+  /**
+   * Takes the worker's snapshot manifest, written after event `lastEventId`, out of the bucket;
+   * the returned function puts it back as it was. It waits first until the replicas agree on
+   * the worker's poller and that poller wrote a snapshot at this position: a poller writes
+   * again only when its view moves or the lease moves, and a lease can then move only to a
+   * replica started later, which writes nothing while its tables have a gap.
+   */
+  hideSnapshot(lastEventId: number): Promise<() => Promise<void>>;
 }
 
 /** Registers beforeAll/afterAll: NATS, the worker, and replicas `ids` started in order (`cluster`: settings over the fast ones). */
@@ -67,17 +80,33 @@ export function useScriptedWorkerReplicas(ids: readonly string[], cluster: { lea
       try {
         await waitFor(() => drains.length === 0 && replicas.every((r) => fixture.holds(r, hashes)), 15_000, what);
       } catch (err) {
-        // What each replica holds instead, for a failure seen only on a loaded machine.
+        // What each replica holds instead and where its bus work stands, for a failure seen only on a loaded machine.
         const url = fixture.worker.url;
-        const views = replicas.map((r) => `${r.id}: [${[...confirmed(r.app, url)].join(', ')}] epoch ${r.app.get(WorkerPositions).epoch(url)}${r.app.get(WorkerPositions).hasGap(url) ? ' (gap)' : ''}`);
-        throw new Error(`${(err as Error).message} (${drains.length} drains not taken; ${views.join('; ')})`);
+        const views = await Promise.all(replicas.map(async (r) => {
+          const positions = r.app.get(WorkerPositions);
+          const held = `${r.id}: [${[...confirmed(r.app, url)].join(', ')}] epoch ${positions.epoch(url)}${positions.hasGap(url) ? ' (gap)' : ''}`;
+          const v = await clusterAdmin(r).catch((e: Error) => e.message);
+          if (typeof v === 'string') return `${held}, admin view: ${v}`;
+          return `${held}, bus ${v.bus.state} (resyncs ${v.bus.resyncs}, retries ${v.bus.retries}), stream at ${v.stream.last_seq} (${v.stream.received} read), snapshots adopted ${v.snapshots.adopted}, written ${v.snapshots.written}, owner ${v.workers[0]?.owner ?? 'none'}`;
+        }));
+        const stored = await fixture.storedManifest().catch(() => undefined);
+        const manifest = stored ? `stored snapshot by ${stored.replica} at ${stored.epoch ?? 0}:${stored.last_event_id}` : 'no stored snapshot';
+        throw new Error(`${(err as Error).message} (${drains.length} drains not taken; ${manifest}; ${views.join('; ')})`);
       }
     },
     async storedManifest() {
       const entry = await bucket().get(manifestKey());
-      return entry?.operation === 'PUT' ? entry.json<{ epoch?: number; last_event_id: number }>() : undefined;
+      return entry?.operation === 'PUT' ? entry.json<StoredManifest>() : undefined;
     },
-    async hideSnapshot() {
+    async hideSnapshot(lastEventId) {
+      const url = fixture.worker.url;
+      const ownerId = (await waitForOwnership(replicas, 1, 20_000)).get(url);
+      const owner = replicas.find((r) => r.id === ownerId);
+      if (!owner) throw new Error(`the poller ${ownerId} is not one of the replicas`);
+      await waitFor(async () => {
+        const written = owner.app.get(KvSnapshots).writtenPosition(url);
+        return written?.endsWith(`:${lastEventId}`) === true && (await fixture.storedManifest())?.last_event_id === lastEventId;
+      }, 10_000, `the poller ${owner.id} wrote the snapshot after event ${lastEventId}`);
       const kv = bucket();
       const entry = await kv.get(manifestKey());
       if (entry?.operation !== 'PUT') throw new Error('no stored snapshot to hide');
