@@ -2,6 +2,7 @@ import { afterAll, beforeAll } from '@jest/globals';
 import type { KV } from '@nats-io/kv';
 import type { KvCacheEvent } from '../../../src/kv-cache';
 import { KvSnapshots, manifestKey as snapshotManifestKey } from '../../../src/replicas/kv-snapshots.service';
+import { KvSync } from '../../../src/replicas/kv-sync.service';
 import { ReplicaBus } from '../../../src/replicas/replica-bus.service';
 import { WorkerPositions } from '../../../src/replicas/worker-positions';
 import { FakeWorker, generationHandler } from '../../support/fake-worker';
@@ -34,9 +35,10 @@ export interface ScriptedWorkerReplicas {
   /**
    * Takes the worker's snapshot manifest, written after event `lastEventId`, out of the bucket;
    * the returned function puts it back as it was. It waits first until the replicas agree on
-   * the worker's poller and that poller wrote a snapshot at this position: a poller writes
-   * again only when its view moves or the lease moves, and a lease can then move only to a
-   * replica started later, which writes nothing while its tables have a gap.
+   * the worker's poller, every replica's resynchronisation (and so its hand-over snapshot) is
+   * done, and the poller wrote a snapshot at this position: a poller writes again only when
+   * its view moves or the lease moves, and a lease can then move only to a replica started
+   * later, which writes nothing while its tables have a gap.
    */
   hideSnapshot(lastEventId: number): Promise<() => Promise<void>>;
 }
@@ -103,6 +105,8 @@ export function useScriptedWorkerReplicas(ids: readonly string[], cluster: { lea
       const ownerId = (await waitForOwnership(replicas, 1, 20_000)).get(url);
       const owner = replicas.find((r) => r.id === ownerId);
       if (!owner) throw new Error(`the poller ${ownerId} is not one of the replicas`);
+      // A resynchronisation still retrying would write its hand-over snapshot over the hidden one.
+      await Promise.all(replicas.map((r) => r.app.get(KvSync).settled()));
       await waitFor(async () => {
         const written = owner.app.get(KvSnapshots).writtenPosition(url);
         return written?.endsWith(`:${lastEventId}`) === true && (await fixture.storedManifest())?.last_event_id === lastEventId;
