@@ -1,11 +1,11 @@
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { runCli, type RunningCli } from '../../src/cli/run';
 import { blockHashChain } from '../../src/kv-cache/block-hash';
 import { serializeKvEvents } from '../../src/kv-cache/kv-events';
 import { contextHandler, type FakeHandler, FakeWorker } from '../support/fake-worker';
 import { waitFor } from '../support/router-app';
+import { tempDir } from '../support/temp-dirs';
 
 // Jest runs from the checkout root.
 const CONFIGS = join(process.cwd(), 'test', 'compat', 'configs');
@@ -17,7 +17,7 @@ const CONFIGS = join(process.cwd(), 'test', 'compat', 'configs');
 export function writeConfig(name: string, values: Record<string, string | number>): string {
   let text = readFileSync(join(CONFIGS, name), 'utf8');
   for (const [key, value] of Object.entries(values)) text = text.replaceAll(`{{${key}}}`, String(value));
-  const dir = mkdtempSync(join(tmpdir(), 'disagg-compat-'));
+  const dir = tempDir('disagg-compat-');
   const file = join(dir, name);
   writeFileSync(file, text);
   return file;

@@ -1,10 +1,10 @@
 import { afterEach, beforeAll, describe, expect, it } from '@jest/globals';
-import { mkdtempSync, readFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { FakeWorker, generationHandler, json, type FakeHandler } from '../support/fake-worker';
 import { postJson, waitFor } from '../support/router-app';
 import { buildDist, listeningUrl, startBinary, type RouterBinary } from '../support/router-binary';
+import { tempDir } from '../support/temp-dirs';
 import { checkingSignatures, expectedSignatures, type SignatureCheck } from '../support/trtllm-signatures';
 import { hostPort, writeConfig } from './compat-support';
 
@@ -80,7 +80,7 @@ describe('the newest TensorRT-LLM: signed handoffs, flags and switches, through 
     const ctx = await worker(checkingSignatures(KEY, 'context', contextAnswer, ctxChecks));
     const gen = await worker(checkingSignatures(KEY, 'generation', generationHandler(), genChecks));
     const file = writeConfig('disagg_config_newest.yaml', { key: KEY, ctx0: hostPort(ctx), gen0: hostPort(gen) });
-    const addrFile = join(mkdtempSync(join(tmpdir(), 'report-addr-')), 'sub', 'router.addr');
+    const addrFile = join(tempDir('report-addr-'), 'sub', 'router.addr');
     const { proc, url } = await serve(
       ['disaggregated', '--config', file, '-s', 'context_first', '--no-telemetry', '--report_addr', addrFile, '-t', '60', '-r', '120', '-l', 'info'],
       { TRTLLM_KVCACHE_AWARE_ROUTER_HASH_TOKENS_PER_BLOCK: '16' },

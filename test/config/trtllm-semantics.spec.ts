@@ -1,6 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createRouterApp } from '../../src/app.factory';
 import { configFromCli } from '../../src/cli/cli-config';
@@ -8,11 +7,12 @@ import { buildConfig, ConfigError, parseMetadataServerFile } from '../../src/con
 import { RouterRegistry } from '../../src/routing';
 import { splitRouterArgs } from '../../src/routing/trtllm-router-args';
 import { LogCapture } from '../observability/log-capture';
+import { tempDir } from '../support/temp-dirs';
 
 const gen = { urls: ['127.0.0.1:1'] };
 
 function file(name: string, text: string): string {
-  const path = join(mkdtempSync(join(tmpdir(), 'disagg-sem-')), name);
+  const path = join(tempDir('disagg-sem-'), name);
   writeFileSync(path, text);
   return path;
 }

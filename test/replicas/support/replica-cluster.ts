@@ -73,15 +73,18 @@ export async function clusterInfo(r: RunningRouter): Promise<Record<string, unkn
 
 /** Every replica connected, sees all the others, and the workers' owners are one per worker and agreed on. */
 export async function waitForOwnership(replicas: readonly Replica[], workers: number, timeoutMs = 15_000): Promise<Map<string, string>> {
-  let owners = new Map<string, string>();
-  await waitFor(async () => {
-    const views = await Promise.all(replicas.map(clusterAdmin));
-    if (!views.every((v) => v.bus.state === 'connected' && v.replicas.length === replicas.length)) return false;
-    owners = new Map(views[0].workers.map((w) => [w.url, w.owner ?? '']));
-    if (owners.size !== workers || [...owners.values()].some((o) => !replicas.some((r) => r.id === o))) return false;
-    return views.every((v) => v.workers.every((w) => owners.get(w.url) === w.owner));
-  }, timeoutMs, 'one agreed poll owner per worker');
-  return owners;
+  let owners: Map<string, string> | undefined;
+  await waitFor(async () => (owners = await agreedOwners(replicas, workers)) !== undefined, timeoutMs, 'one agreed poll owner per worker');
+  return owners ?? new Map();
+}
+
+/** Worker URL -> its poll owner, when every replica is connected, sees the others and agrees on one owner per worker (else undefined). */
+export async function agreedOwners(replicas: readonly Replica[], workers: number): Promise<Map<string, string> | undefined> {
+  const views = await Promise.all(replicas.map(clusterAdmin));
+  if (!views.every((v) => v.bus.state === 'connected' && v.replicas.length === replicas.length)) return undefined;
+  const owners = new Map(views[0].workers.map((w) => [w.url, w.owner ?? '']));
+  if (owners.size !== workers || [...owners.values()].some((o) => !replicas.some((r) => r.id === o))) return undefined;
+  return views.every((v) => v.workers.every((w) => owners.get(w.url) === w.owner)) ? owners : undefined;
 }
 
 export function stateOn(app: NestFastifyApplication, url: string): ServerState {

@@ -3,12 +3,13 @@ import type { KV } from '@nats-io/kv';
 import type { KvCacheEvent } from '../../../src/kv-cache';
 import { KvSnapshots, manifestKey as snapshotManifestKey } from '../../../src/replicas/kv-snapshots.service';
 import { KvSync } from '../../../src/replicas/kv-sync.service';
+import { rendezvousOwner } from '../../../src/replicas/rendezvous';
 import { ReplicaBus } from '../../../src/replicas/replica-bus.service';
 import { WorkerPositions } from '../../../src/replicas/worker-positions';
 import { FakeWorker, generationHandler } from '../../support/fake-worker';
 import { startNats, type NatsServer } from '../../support/nats-server';
 import { startRouter, waitFor } from '../../support/router-app';
-import { clusterAdmin, confirmed, TOKEN, waitForOwnership, type Replica } from './replica-cluster';
+import { agreedOwners, clusterAdmin, confirmed, TOKEN, type Replica } from './replica-cluster';
 
 /** What a snapshot manifest tells a test: who wrote it, at which position. */
 export interface StoredManifest {
@@ -34,11 +35,12 @@ export interface ScriptedWorkerReplicas {
   storedManifest(): Promise<StoredManifest | undefined>;
   /**
    * Takes the worker's snapshot manifest, written after event `lastEventId`, out of the bucket;
-   * the returned function puts it back as it was. It waits first until the replicas agree on
-   * the worker's poller, every replica's resynchronisation (and so its hand-over snapshot) is
-   * done, and the poller wrote a snapshot at this position: a poller writes again only when
-   * its view moves or the lease moves, and a lease can then move only to a replica started
-   * later, which writes nothing while its tables have a gap.
+   * the returned function puts it back as it was. It waits first until every replica's
+   * resynchronisation (and so its hand-over snapshot) is done, the replicas agree on the
+   * worker's poller, that poller is the worker's rendezvous owner (no hand-back due), and it
+   * wrote a snapshot at this position: a poller writes again only when its view moves or the
+   * lease moves, and a lease can then move only to a replica started later, which writes
+   * nothing while its tables have a gap.
    */
   hideSnapshot(lastEventId: number): Promise<() => Promise<void>>;
 }
@@ -102,15 +104,19 @@ export function useScriptedWorkerReplicas(ids: readonly string[], cluster: { lea
     },
     async hideSnapshot(lastEventId) {
       const url = fixture.worker.url;
-      const ownerId = (await waitForOwnership(replicas, 1, 20_000)).get(url);
-      const owner = replicas.find((r) => r.id === ownerId);
-      if (!owner) throw new Error(`the poller ${ownerId} is not one of the replicas`);
       // A resynchronisation still retrying would write its hand-over snapshot over the hidden one.
       await Promise.all(replicas.map((r) => r.app.get(KvSync).settled()));
+      const settledOwner = async (): Promise<Replica | undefined> => {
+        const id = (await agreedOwners(replicas, 1))?.get(url);
+        // Held by another replica than its rendezvous owner: a hand-back is due, and the new owner writes.
+        if (id === undefined || id !== rendezvousOwner(url, replicas.map((r) => r.id).sort())) return undefined;
+        return replicas.find((r) => r.id === id);
+      };
       await waitFor(async () => {
-        const written = owner.app.get(KvSnapshots).writtenPosition(url);
+        const owner = await settledOwner();
+        const written = owner?.app.get(KvSnapshots).writtenPosition(url);
         return written?.endsWith(`:${lastEventId}`) === true && (await fixture.storedManifest())?.last_event_id === lastEventId;
-      }, 10_000, `the poller ${owner.id} wrote the snapshot after event ${lastEventId}`);
+      }, 20_000, `the worker's settled poller wrote the snapshot after event ${lastEventId}`);
       const kv = bucket();
       const entry = await kv.get(manifestKey());
       if (entry?.operation !== 'PUT') throw new Error('no stored snapshot to hide');
