@@ -132,7 +132,14 @@ export class KvSnapshots implements OnModuleDestroy {
     const kv = this.bus.snapshots;
     if (!kv) return;
     await this.watching.follow(
-      () => kv.watch({ key: MANIFESTS }),
+      async () => {
+        const watch = await kv.watch({ key: MANIFESTS });
+        // Its first delivery (every manifest as it stands) can be lost under load, as the key
+        // listing's was: what was written before it opened is read once more, the parts of the
+        // snapshots ahead of this view only. Later writes come through it.
+        void this.adoptAhead(kv).catch((err: Error) => this.logger.debug(`snapshots not read after the watch opened: ${err.message}`));
+        return watch;
+      },
       async (entry) => {
         const manifest = parseManifest(entry);
         if (!manifest || manifest.replica === this.bus.replicaId || !this.isAheadOfMine(manifest)) return;
@@ -140,6 +147,17 @@ export class KvSnapshots implements OnModuleDestroy {
         if (snap) this.adopt(snap);
       },
     );
+  }
+
+  /** Adopts the stored snapshots that other replicas wrote ahead of this replica's view. Throws when the bus did not answer. */
+  private async adoptAhead(kv: KV): Promise<void> {
+    for (const key of await this.bus.call(() => this.manifestKeys())) {
+      const entry = await this.bus.call(() => kv.get(key));
+      const manifest = entry ? parseManifest(entry) : undefined;
+      if (!manifest || manifest.replica === this.bus.replicaId || !this.isAheadOfMine(manifest)) continue;
+      const snap = await this.bus.call(() => this.readLatest(kv, key));
+      if (snap) this.adopt(snap);
+    }
   }
 
   /** The position (`epoch:last event id`) of the worker's last snapshot this replica wrote; it writes again only past it (or forced). */
