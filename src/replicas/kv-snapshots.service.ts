@@ -141,8 +141,7 @@ export class KvSnapshots implements OnModuleDestroy {
         return watch;
       },
       async (entry) => {
-        const manifest = parseManifest(entry);
-        if (!manifest || manifest.replica === this.bus.replicaId || !this.isAheadOfMine(manifest)) return;
+        if (!this.othersAhead(parseManifest(entry))) return;
         const snap = await this.read(kv, entry);
         if (snap) this.adopt(snap);
       },
@@ -153,8 +152,7 @@ export class KvSnapshots implements OnModuleDestroy {
   private async adoptAhead(kv: KV): Promise<void> {
     for (const key of await this.bus.call(() => this.manifestKeys())) {
       const entry = await this.bus.call(() => kv.get(key));
-      const manifest = entry ? parseManifest(entry) : undefined;
-      if (!manifest || manifest.replica === this.bus.replicaId || !this.isAheadOfMine(manifest)) continue;
+      if (!this.othersAhead(entry ? parseManifest(entry) : undefined)) continue;
       const snap = await this.bus.call(() => this.readLatest(kv, key));
       if (snap) this.adopt(snap);
     }
@@ -222,6 +220,11 @@ export class KvSnapshots implements OnModuleDestroy {
 
   private position(url: string): { epoch: number; lastEventId?: number } {
     return { epoch: this.positions.epoch(url), lastEventId: this.applier.lastEventId(url) };
+  }
+
+  /** A manifest another replica wrote, ahead of this replica's view (the watch and its re-read adopt only those). */
+  private othersAhead(m: Manifest | undefined): m is Manifest {
+    return m !== undefined && m.replica !== this.bus.replicaId && this.isAheadOfMine(m);
   }
 
   /** Ahead of this replica's view; or, while its tables have a gap, at the same position too. */
