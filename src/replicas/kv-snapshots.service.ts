@@ -193,14 +193,26 @@ export class KvSnapshots implements OnModuleDestroy {
     const generation = randomUUID();
     const parts = splitParts(Buffer.from(JSON.stringify(tables)), generation, partBytesFor(this.bus.nc?.info?.max_payload));
     const manifest: Manifest = { url: server.url, replica: this.bus.replicaId, at: Date.now(), epoch, last_event_id: last, stream_seq: streamSeq, generation, parts: parts.length };
+    let aheadOfMine = false;
     const ok = await this.bus.attempt('snapshot', async () => {
       const before = await kv.get(manifestKey(server.url));
-      const stale = (before && parseManifest(before)?.parts) ?? 0;
+      const stored = before ? parseManifest(before) : undefined;
+      // Another replica's hand-over ahead of this view (this poller's periodic write raced it
+      // after an outage): written over, its events would be lost on every replica.
+      if (stored && isAhead({ epoch: stored.epoch ?? 0, lastEventId: stored.last_event_id }, { epoch, lastEventId: last })) {
+        aheadOfMine = true;
+        return;
+      }
+      const stale = stored?.parts ?? 0;
       for (let i = 0; i < parts.length; i++) await kv.put(partKey(server.url, i), parts[i]);
       await kv.put(manifestKey(server.url), JSON.stringify(manifest));
       // A smaller snapshot than the one before: its extra parts go.
       for (let i = parts.length; i < stale; i++) await kv.delete(partKey(server.url, i));
     });
+    if (aheadOfMine) {
+      await this.adoptStored(server.url).catch((err: Error) => this.logger.debug(`snapshot of ${server.url} ahead of this view not read: ${err.message}`));
+      return false;
+    }
     if (ok) {
       this.written.set(server.url, position);
       this.writes++;
